@@ -1,0 +1,46 @@
+# Two commands do everything on a fresh clone:  make book  (build the site)  and  make test.
+SHELL := /bin/bash
+VENV  := .venv
+PY    := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+MATHJAX := book/_mathjax/mathjax/tex-mml-chtml.js
+JB    := $(VENV)/bin/jupyter-book
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+
+.PHONY: book test execute lab setup clean
+
+setup: $(STAMP) $(MATHJAX)
+
+# A virtual environment with the pinned set (torch==2.13.0 is the CPU build on this disk).
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $@
+
+# MathJax 3 served from the site itself, so math renders without a network.
+$(MATHJAX):
+	mkdir -p .cache/mathjax book/_mathjax/mathjax/output/chtml
+	npm install --silent --no-audit --no-fund --prefix .cache/mathjax mathjax@3.2.2
+	cp .cache/mathjax/node_modules/mathjax/es5/tex-mml-chtml.js $@
+	cp -r .cache/mathjax/node_modules/mathjax/es5/output/chtml/fonts book/_mathjax/mathjax/output/chtml/
+
+## book: build the HTML site into book/_build/html
+book: setup
+	$(JB) build -W -n --keep-going book
+
+## test: library tests, every notebook under nbval, pairs in sync, a clean warnings-as-errors build
+test: setup
+	$(PY) -m pytest -n 2 --dist loadfile --nbval book/chapters tests
+
+## execute: re-run every notebook from its .md and store the outputs in its .ipynb
+execute: $(STAMP)
+	$(PY) scripts/execute.py
+
+## lab: JupyterLab with jupytext, so a paired .md opens as a notebook with its outputs
+lab: $(STAMP)
+	$(VENV)/bin/jupytext-config set-default-viewer >/dev/null 2>&1 || true
+	$(VENV)/bin/jupyter lab book/chapters
+
+clean:
+	rm -rf book/_build .cache book/_mathjax

@@ -1,0 +1,68 @@
+"""Attention masks: which (query, key) pairs of positions may attend, and how many there are.
+
+A mask is a boolean grid: row i is the position doing the looking, column j the
+position looked at; True means the pair is allowed. Positions are 0-based here.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import count
+
+__all__ = [
+    "causal_mask", "window_mask", "window_global_mask", "causal_pairs", "window_pairs",
+    "window_global_pairs", "window_reach", "apply_mask",
+]
+
+
+def causal_mask(n: int) -> np.ndarray:
+    """An n-by-n grid allowing each position itself and every earlier position."""
+    return np.tri(count("n", n), dtype=bool)
+
+
+def window_mask(n: int, window: int) -> np.ndarray:
+    """The causal grid cut to a band: each position sees itself and ``window - 1`` before it."""
+    w = count("window", window, minimum=1)
+    rows, cols = np.indices((count("n", n), n))
+    return (cols <= rows) & (rows - cols < w)
+
+
+def window_global_mask(n: int, window: int, n_global: int) -> np.ndarray:
+    """A window plus the first ``n_global`` positions, which every later position may read."""
+    g = count("n_global", n_global)
+    mask = window_mask(n, window)
+    mask[:, :g] |= causal_mask(n)[:, :g]
+    return mask
+
+
+def causal_pairs(n: int) -> int:
+    """Allowed pairs under the causal mask for ``n`` positions: n(n+1)/2."""
+    n = count("n", n)
+    return n * (n + 1) // 2
+
+
+def window_pairs(n: int, window: int) -> int:
+    """Allowed pairs when each of ``n`` positions sees at most ``window`` positions."""
+    n, w = count("n", n), count("window", window, minimum=1)
+    w = min(w, n)
+    return w * (w + 1) // 2 + (n - w) * w
+
+
+def window_global_pairs(n: int, window: int, n_global: int) -> int:
+    """Allowed pairs for a window plus ``n_global`` positions everyone may read."""
+    n, w, g = count("n", n), count("window", window, minimum=1), count("n_global", n_global)
+    extra = sum(max(0, n - j - w) for j in range(min(g, n)))  # rows too far to see j in the window
+    return window_pairs(n, w) + extra
+
+
+def window_reach(window: int, layers: int) -> int:
+    """Furthest distance back, in positions, that ``layers`` stacked windows can carry information."""
+    return count("layers", layers) * (count("window", window, minimum=1) - 1)
+
+
+def apply_mask(scores: np.ndarray, mask: np.ndarray, fill: float = -np.inf) -> np.ndarray:
+    """The scores with every blocked pair replaced by ``fill`` (minus infinity by default)."""
+    scores = np.asarray(scores, dtype=float)
+    if scores.shape != mask.shape:
+        raise ValueError(f"scores of shape {scores.shape} do not match a mask of shape {mask.shape}")
+    return np.where(mask, scores, fill)

@@ -1,0 +1,127 @@
+"""Parameters and memory: what a model, a training step and a conversation hold, in bytes."""
+from __future__ import annotations
+
+from ._checks import count
+from .shapes import Accelerator, ModelShape
+
+__all__ = [
+    "attention_params", "ffn_params", "layer_params", "parameter_count", "weight_bytes",
+    "training_memory", "kv_bytes_per_token", "kv_cache_bytes", "serving_bytes",
+    "longest_conversation", "conversations_that_fit", "score_grid_bytes",
+    "summary_state_bytes", "hybrid_cache_bytes",
+]
+
+
+def attention_params(m: ModelShape) -> int:
+    """Weights of one attention part (query, key, value and output matrices), a count."""
+    q_and_out = 2 * m.width * m.heads * m.head_dim
+    k_and_v = 2 * m.width * m.kv_heads * m.head_dim
+    return q_and_out + k_and_v
+
+
+def ffn_params(m: ModelShape) -> int:
+    """Weights of one feed-forward part (two matrices, or three when gated), a count."""
+    return (3 if m.gated_ffn else 2) * m.width * m.ffn_width
+
+
+def _norm_params(m: ModelShape) -> int:
+    return (2 if m.norm_bias else 1) * m.width
+
+
+def layer_params(m: ModelShape) -> int:
+    """Trainable numbers in one block: attention, feed-forward and its two normalisations."""
+    return attention_params(m) + ffn_params(m) + 2 * _norm_params(m)
+
+
+def parameter_count(m: ModelShape) -> int:
+    """Trainable numbers in the whole model: embeddings, every block, the final norm, the head."""
+    embeddings = m.vocab * m.width * (1 if m.tied_embeddings else 2)
+    return embeddings + m.layers * layer_params(m) + _norm_params(m)
+
+
+def weight_bytes(m: ModelShape) -> int:
+    """Bytes the weights occupy at ``m.bytes_per_number`` bytes each."""
+    return parameter_count(m) * m.bytes_per_number
+
+
+def training_memory(
+    m: ModelShape,
+    batch: int = 8,
+    seq_len: int = 512,
+    saved_per_layer: int = 10,
+    optimizer_states: int = 2,
+    state_bytes: int = 4,
+    master_bytes: int = 4,
+) -> dict[str, int]:
+    """Bytes one training step holds, split into its five parts (weights, gradients,
+    optimiser state, a full-precision master copy, saved activations).
+
+    Activations: ``saved_per_layer`` vectors of the model's width kept per token per
+    layer, at ``m.bytes_per_number`` bytes a number (a stated rule of thumb, not a
+    measurement)."""
+    count("batch", batch, minimum=1)
+    count("seq_len", seq_len, minimum=1)
+    count("saved_per_layer", saved_per_layer)
+    p = parameter_count(m)
+    return {
+        "weights": p * m.bytes_per_number,
+        "gradients": p * m.bytes_per_number,
+        "optimiser": p * optimizer_states * state_bytes,
+        "master copy": p * master_bytes,
+        "activations": batch * seq_len * m.layers * saved_per_layer * m.width * m.bytes_per_number,
+    }
+
+
+def kv_bytes_per_token(m: ModelShape) -> int:
+    """Bytes of keys and values one token adds to the cache, over all layers."""
+    return 2 * m.layers * m.kv_heads * m.head_dim * m.bytes_per_number
+
+
+def kv_cache_bytes(m: ModelShape, tokens: int, window: int | None = None) -> int:
+    """Bytes of cache one conversation of ``tokens`` holds (only the last ``window`` if set)."""
+    count("tokens", tokens)
+    kept = tokens if window is None else min(tokens, count("window", window, minimum=1))
+    return kept * kv_bytes_per_token(m)
+
+
+def serving_bytes(m: ModelShape, tokens: int, conversations: int = 1) -> int:
+    """Bytes to serve ``conversations`` at once, each ``tokens`` long: one copy of the
+    weights plus one cache each."""
+    count("conversations", conversations)
+    return weight_bytes(m) + conversations * kv_cache_bytes(m, tokens)
+
+
+def longest_conversation(m: ModelShape, acc: Accelerator) -> int:
+    """Most tokens one conversation can hold in the cache once the weights are loaded."""
+    free = acc.memory_bytes - weight_bytes(m)
+    if free < 0:
+        raise ValueError(f"the weights ({weight_bytes(m)} bytes) do not fit in {acc.memory_bytes} bytes")
+    return free // kv_bytes_per_token(m)
+
+
+def conversations_that_fit(m: ModelShape, acc: Accelerator, tokens: int) -> int:
+    """Conversations of ``tokens`` each whose caches fit beside one copy of the weights."""
+    count("tokens", tokens, minimum=1)
+    return longest_conversation(m, acc) // tokens
+
+
+def score_grid_bytes(tokens: int, bytes_per_number: int = 2) -> int:
+    """Bytes of one head's full grid of attention scores, ``tokens`` by ``tokens``."""
+    count("tokens", tokens)
+    return tokens * tokens * count("bytes_per_number", bytes_per_number, minimum=1)
+
+
+def summary_state_bytes(m: ModelShape, state_size: int = 16) -> int:
+    """Bytes a stack of running-summary (state-space) layers holds: ``state_size``
+    numbers per channel per layer, however long the conversation."""
+    return m.layers * m.width * count("state_size", state_size, minimum=1) * m.bytes_per_number
+
+
+def hybrid_cache_bytes(m: ModelShape, tokens: int, attention_layers: int, state_size: int = 16) -> int:
+    """Bytes a hybrid holds: a cache in ``attention_layers`` layers, a running summary in the rest."""
+    count("attention_layers", attention_layers)
+    if attention_layers > m.layers:
+        raise ValueError(f"attention_layers={attention_layers} is more than the model's {m.layers} layers")
+    per_layer_cache = kv_cache_bytes(m, tokens) // m.layers
+    per_layer_state = summary_state_bytes(m, state_size) // m.layers
+    return attention_layers * per_layer_cache + (m.layers - attention_layers) * per_layer_state

@@ -1,0 +1,61 @@
+"""Next-token prediction: inputs and targets, the loss, and the counts that follow from it."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ._checks import count, fraction
+from .sampling import softmax
+
+__all__ = [
+    "shift", "token_losses", "label_signals", "next_token_signals", "passes_to_score",
+    "whole_answer_accuracy", "passes_without_cache", "passes_with_cache",
+]
+
+
+def shift(tokens: Sequence[str], start: str = "<start>") -> tuple[list[str], list[str]]:
+    """The row the model is given (a start marker, then all but the last token) and the row
+    it must produce (every token): the same text moved along by one place."""
+    tokens = list(tokens)
+    return [start] + tokens[:-1], tokens
+
+
+def token_losses(logits: np.ndarray, targets: Sequence[int]) -> np.ndarray:
+    """Loss at each position in nats: minus the natural log of the chance given to the target."""
+    probs = softmax(logits)
+    targets = np.asarray(targets)
+    if probs.shape[0] != len(targets):
+        raise ValueError(f"{probs.shape[0]} rows of logits but {len(targets)} targets")
+    return -np.log(probs[np.arange(len(targets)), targets])
+
+
+def label_signals(tokens: int, tokens_per_label: int = 20) -> int:
+    """Training signals from hand-written labels: one per ``tokens_per_label`` tokens of text."""
+    return count("tokens", tokens) // count("tokens_per_label", tokens_per_label, minimum=1)
+
+
+def next_token_signals(tokens: int) -> int:
+    """Training signals from next-token prediction: one per token of text."""
+    return count("tokens", tokens)
+
+
+def passes_to_score(tokens: int, teacher_forcing: bool = True) -> int:
+    """Forward passes needed to score a sequence: one with teacher forcing, one per token without."""
+    return 1 if teacher_forcing else count("tokens", tokens, minimum=1)
+
+
+def whole_answer_accuracy(per_token: float, length: int) -> float:
+    """Chance that every one of ``length`` tokens is right when each is right with ``per_token``."""
+    return fraction("per_token", per_token) ** count("length", length)
+
+
+def passes_without_cache(new_tokens: int, prompt: int = 0) -> int:
+    """Positions pushed through the stack to write ``new_tokens`` when every step re-reads the row."""
+    n, p = count("new_tokens", new_tokens), count("prompt", prompt)
+    return sum(p + k for k in range(1, n + 1))
+
+
+def passes_with_cache(new_tokens: int) -> int:
+    """Positions pushed through the stack with a key-value cache: one per new token."""
+    return count("new_tokens", new_tokens)

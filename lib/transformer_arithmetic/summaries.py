@@ -1,0 +1,50 @@
+"""Running summaries: a state carried along the sequence, shrunk at each step and added to.
+
+A running summary (the simplest state-space layer, or a recurrent network's memory)
+does h_t = a_t * h_{t-1} + x_t. Whatever entered at step s is still present at step t
+with weight a_{s+1} * ... * a_t. With a fixed rate a, that is a ** (t - s).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ._checks import count, fraction
+
+__all__ = ["surviving_weight", "run_summary", "token_weight", "neighbour_gap"]
+
+
+def surviving_weight(rate: float, steps: int) -> float:
+    """Share of a signal left after ``steps`` steps that each keep ``rate`` of it."""
+    return fraction("rate", rate) ** count("steps", steps)
+
+
+def run_summary(inputs: Sequence[float], rates: Sequence[float] | float) -> np.ndarray:
+    """The summary after each step, h_t = rate_t * h_(t-1) + input_t, starting from 0."""
+    x = np.asarray(inputs, dtype=float)
+    a = np.broadcast_to(np.asarray(rates, dtype=float), x.shape)
+    for r in np.unique(a):
+        fraction("rate", r)
+    h = np.zeros_like(x)
+    state = 0.0
+    for t in range(len(x)):
+        state = a[t] * state + x[t]
+        h[t] = state
+    return h
+
+
+def token_weight(rates: Sequence[float] | float, delivered: int, steps: int) -> np.ndarray:
+    """Weight of the token delivered at step ``delivered`` at each of steps 0..steps-1 (0 before it).
+
+    ``rates`` is one rate for every step or a sequence of ``steps`` rates."""
+    impulse = np.zeros(count("steps", steps, minimum=1))
+    if not 0 <= count("delivered", delivered) < steps:
+        raise ValueError(f"delivered={delivered} lies outside steps 0..{steps - 1}")
+    impulse[delivered] = 1.0
+    return run_summary(impulse, rates)
+
+
+def neighbour_gap(rate: float) -> float:
+    """How much the weights of two neighbouring tokens differ at the front of the summary (1 - rate)."""
+    return 1.0 - fraction("rate", rate)

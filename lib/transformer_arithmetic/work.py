@@ -1,0 +1,64 @@
+"""Arithmetic work, counted in operations (one multiply or one add is one operation).
+
+A multiply-add with a weight costs two operations, so pushing one token through a
+matrix of P numbers costs 2P. Attention's pair work costs 4 operations per pair per
+channel: two for the query-key score and two for adding that key's value into the mix.
+"""
+from __future__ import annotations
+
+from ._checks import count
+from .masks import causal_pairs
+from .memory import attention_params, ffn_params, parameter_count
+from .shapes import ModelShape
+
+__all__ = [
+    "layer_weight_flops", "layer_pair_flops", "pair_share", "pairs_pass_weights_at",
+    "decode_flops", "decode_pair_flops", "prefill_flops", "summary_flops_per_token",
+]
+
+
+def layer_weight_flops(m: ModelShape, tokens: int) -> int:
+    """Operations one layer spends multiplying ``tokens`` positions by its weight matrices."""
+    return 2 * count("tokens", tokens) * (attention_params(m) + ffn_params(m))
+
+
+def layer_pair_flops(m: ModelShape, tokens: int) -> int:
+    """Operations one layer spends on the allowed (causal) pairs of a ``tokens``-long sequence."""
+    return 4 * m.heads * m.head_dim * causal_pairs(tokens)
+
+
+def pair_share(m: ModelShape, tokens: int) -> float:
+    """Fraction of one layer's operations spent on pairs of positions, between 0 and 1."""
+    pairs = layer_pair_flops(m, tokens)
+    total = pairs + layer_weight_flops(m, tokens)
+    return pairs / total if total else 0.0
+
+
+def pairs_pass_weights_at(m: ModelShape) -> int:
+    """Shortest sequence, in tokens, at which one layer's pair work exceeds its weight work."""
+    # pair > weight  <=>  4*H*d * T(T+1)/2 > 2*T*W  <=>  T + 1 > W / (H*d)
+    per_channel = attention_params(m) + ffn_params(m)
+    channels = m.heads * m.head_dim
+    return per_channel // channels  # the smallest T with (T + 1) * channels > per_channel
+
+
+def decode_pair_flops(m: ModelShape, context: int) -> int:
+    """Operations all layers spend on pairs when one new token reads ``context`` earlier ones."""
+    return 4 * m.layers * m.heads * m.head_dim * count("context", context)
+
+
+def decode_flops(m: ModelShape, context: int) -> int:
+    """Operations to write one token after ``context`` tokens: every weight once, plus the pairs."""
+    return 2 * parameter_count(m) + decode_pair_flops(m, context)
+
+
+def prefill_flops(m: ModelShape, tokens: int) -> int:
+    """Operations to read a prompt of ``tokens`` in one pass: every weight for every token,
+    plus every allowed pair in every layer."""
+    return 2 * parameter_count(m) * count("tokens", tokens) + m.layers * layer_pair_flops(m, tokens)
+
+
+def summary_flops_per_token(m: ModelShape, state_size: int = 16) -> int:
+    """Operations a stack of running-summary layers spends on one more token: two
+    multiply-adds per state number (update it, read it out), whatever came before."""
+    return 4 * m.layers * m.width * count("state_size", state_size, minimum=1)

@@ -1,0 +1,55 @@
+"""Re-execute the book's notebooks from their .md text and store the outputs in the .ipynb.
+
+    python scripts/execute.py                 # every notebook, in parallel across the cores
+    python scripts/execute.py book/chapters/training/04_kv_cache.md   # just these
+
+The .md is the source: each is read with jupytext, executed with nbclient (no timing
+metadata, so a second run writes byte-identical files), and written as its paired .ipynb.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = ROOT / "book" / "chapters"
+
+
+def notebooks(args: list[str]) -> list[Path]:
+    """The paired .md notebooks to run: those named, or every numbered one under book/chapters."""
+    if args:
+        return [Path(a).resolve().with_suffix(".md") for a in args]
+    return sorted(CHAPTERS.glob("*/[0-9]*.md"))
+
+
+def execute(md: Path) -> tuple[str, float]:
+    """Execute one notebook and write its .ipynb; return its name and the seconds it took."""
+    import jupytext
+    from nbclient import NotebookClient
+
+    start = time.perf_counter()
+    nb = jupytext.read(md)
+    NotebookClient(
+        nb, timeout=600, kernel_name="python3", record_timing=False,
+        resources={"metadata": {"path": str(md.parent)}},
+    ).execute()
+    jupytext.write(nb, md.with_suffix(".ipynb"), fmt="ipynb")
+    return str(md.relative_to(ROOT)), time.perf_counter() - start
+
+
+def main() -> int:
+    todo = notebooks(sys.argv[1:])
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    start = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        for name, seconds in pool.map(execute, todo):
+            print(f"{seconds:6.1f} s  {name}")
+    print(f"{len(todo)} notebooks in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
