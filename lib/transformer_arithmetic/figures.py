@@ -78,7 +78,7 @@ class BookFigure:
         return f"Figure: {self.alt}"
 
 
-def show(fig, key: str, alt: str) -> BookFigure:
+def show(fig, key: str, alt: str) -> None:
     """Render ``fig``, close it, and glue it under ``key`` (shown in the notebook, placed on the page
     by ``{glue:figure}``)."""
     from myst_nb import glue
@@ -86,4 +86,3 @@ def show(fig, key: str, alt: str) -> BookFigure:
     figure = BookFigure(png_bytes(fig), alt)
     plt.close(fig)
     glue(key, figure, display=True)
-    return figure

@@ -11,7 +11,7 @@ from ._checks import count
 
 __all__ = [
     "causal_mask", "window_mask", "window_global_mask", "causal_pairs", "window_pairs",
-    "window_global_pairs", "window_reach", "apply_mask",
+    "window_global_pairs", "window_reach", "apply_mask", "window_overflow",
 ]
 
 
@@ -66,3 +66,11 @@ def apply_mask(scores: np.ndarray, mask: np.ndarray, fill: float = -np.inf) -> n
     if scores.shape != mask.shape:
         raise ValueError(f"scores of shape {scores.shape} do not match a mask of shape {mask.shape}")
     return np.where(mask, scores, fill)
+
+
+def window_overflow(tokens: int, window: int) -> tuple[int, float]:
+    """Oldest tokens a conversation of ``tokens`` loses when only the newest ``window`` fit,
+    and that loss as a fraction of the conversation (0 when it fits)."""
+    n, w = count("tokens", tokens), count("window", window, minimum=1)
+    dropped = max(0, n - w)
+    return dropped, (dropped / n if n else 0.0)

@@ -57,6 +57,13 @@ class ModelShape:
             object.__setattr__(self, "width", self.heads * self.head_dim)
         count("width", self.width, minimum=1)
 
+    def __str__(self) -> str:
+        kv = "" if self.kv_heads == self.heads else f", {self.kv_heads} key-value heads"
+        ffn = "gated feed-forward" if self.gated_ffn else "feed-forward"
+        return (f"{self.name}: {self.layers} layers, {self.heads} heads of {self.head_dim}{kv}, "
+                f"width {self.width:,}, {ffn} width {self.ffn_width:,}, vocabulary {self.vocab:,}, "
+                f"{self.bytes_per_number} bytes a number")
+
     @property
     def group_size(self) -> int:
         """Query heads that share one key-value head (1 = plain multi-head attention)."""
@@ -76,6 +83,10 @@ class Accelerator:
         positive("flops_per_s", self.flops_per_s)
         positive("bytes_per_s", self.bytes_per_s)
         count("memory_bytes", self.memory_bytes, minimum=1)
+
+    def __str__(self) -> str:
+        return (f"{self.name}: {self.flops_per_s:.3g} operations/s, {self.bytes_per_s:.3g} bytes/s, "
+                f"{self.memory_bytes / 2**30:g} GiB")
 
 
 EXAMPLE_MODEL = ModelShape(

@@ -28,6 +28,7 @@ arithmetic on these numbers, done at build time.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 
@@ -72,18 +73,33 @@ TARGETS: tuple[str, ...] = SENTENCE
 # The tables (produced by the derive_* functions below, then pasted here)
 # --------------------------------------------------------------------------
 
-#   columns:  the    arm  lifts    red  block      a   blue    cup  drops  moves gripper table
 LOGITS: tuple[tuple[float, ...], ...] = (
-    (0.00,),
+    #  the    arm  lifts    red  block      a   blue    cup  drops  moves gripper table
+    ( 0.38,  0.50, -1.25,  0.26, -0.43,  1.00,  0.32,  0.14, -1.02,  0.01,  0.63, -0.55),  # 1: reads '<start>'
+    (-0.83,  3.20, -1.52, -0.10,  0.78, -0.61, -0.32,  0.37, -1.12, -1.24,  1.29,  0.09),  # 2: reads 'the'
+    ( 0.14, -0.81, -0.14, -0.55, -0.20, -0.02, -0.71, -0.42,  1.03,  1.72,  0.27, -0.30),  # 3: reads 'arm'
+    ( 1.97, -1.74,  2.59,  0.74, -2.61,  1.69,  1.37,  0.64,  0.03,  0.04,  0.49, -2.20),  # 4: reads 'lifts'
+    (-1.04,  0.06, -1.40,  3.06,  1.04, -0.86,  1.67,  0.57, -1.14, -1.26, -0.25, -0.45),  # 5: reads 'the'
+    (-0.42, -0.22, -1.14, -0.67,  4.94, -1.01, -0.83,  1.29, -1.34, -1.23,  0.15,  0.47),  # 6: reads 'red'
 )
 """Raw outputs at positions 1..6 (rows) for each word of VOCAB (columns)."""
 
 NEXT_LOGITS: dict[str, tuple[float, ...]] = {
+    #           the    arm  lifts    red  block      a   blue    cup  drops  moves gripper table
+    "lifts": ( 0.94, -0.59, -0.37,  0.33,  0.43,  0.74,  0.10,  0.22, -0.84, -0.72, -0.03, -0.18),
+    "the": LOGITS[4],  # after "the" the model has read what it reads at position 5
+    "a":     (-0.86,  0.05, -1.27,  2.87,  1.03, -1.15,  2.17,  0.75, -1.56, -1.40, -0.17, -0.46),
 }
 """Raw outputs one step after position 4, keyed by the word chosen at position 4."""
 
 SCORES: tuple[tuple[float, ...], ...] = (
-    (0.00,),
+    #   col 1   col 2   col 3   col 4   col 5   col 6
+    ( -1.39,  -0.45,   1.60,  -0.28,  -1.47,   0.95),  # row 1
+    (  1.17,   0.04,  -1.22,   1.58,  -0.89,  -0.40),  # row 2
+    ( 0.370, -0.083,  0.239,  0.366, -0.500,  0.490),  # row 3
+    (  0.52,  -0.76,   0.97,  -1.16,   1.32,  -1.44),  # row 4
+    ( -0.15,   1.09,  -1.58,   1.41,  -0.65,  -0.38),  # row 5
+    ( -0.42,   0.05,  -0.26,  -0.10,  -0.31,   1.06),  # row 6
 )
 """Raw attention scores before any mask: row i is the asking position, column j the position looked at."""
 
@@ -111,15 +127,17 @@ def scores_array() -> np.ndarray:
 # row of chances p fixes a row of logits up to one shared constant:
 # logit = ln(p) + c. We write down the chances we want (the quoted ones, plus
 # sensible made-up chances for the words the text never mentions), take
-# logarithms, pick the constant, and round to the table's grid (0.01 for
-# logits). Rounding nudges every chance a little, so a short search then
-# moves single entries by one grid step at a time until every quoted figure
-# rounds to the quoted digits again. The search is plain hill climbing: it
-# always takes the best single step, so it gives the same answer every run.
+# logarithms, pick the constant (each row's logits average 0), and round to
+# the table's grid (0.01 for logits). Rounding nudges every chance a little,
+# so a short search then moves one or two entries by one grid step at a time
+# until every quoted figure rounds to the quoted digits again. The search is
+# plain hill climbing: it always takes the best move, so it gives the same
+# answer on every run.
 #
-# Position 4 is different: the text quotes six of its logits directly, and
-# five others are pinned only indirectly (through temperatures, entropies and
-# a top-p running total), so those five are first found by least squares.
+# Position 4 is different: the text quotes seven of its logits directly, and
+# the others are pinned only indirectly (through temperatures, entropies and
+# a top-p running total), so those are first fitted by least squares and
+# then rounded and polished in the same way.
 
 _Figure = tuple[float, float, int]
 """(value computed from the table, value quoted in the text, decimals quoted)."""
@@ -157,6 +175,11 @@ def _yes(condition: bool) -> _Figure:
     return (0.0 if condition else _FAIL, 0.0, 0)
 
 
+def _no_ties(row: np.ndarray) -> _Figure:
+    """Yes/no: all entries differ, so every 'most likely' or 'least likely' word is clear."""
+    return _yes(len(set(row.tolist())) == len(row))
+
+
 def _polish(
     units: np.ndarray,
     free: Sequence[int],
@@ -164,12 +187,13 @@ def _polish(
     per_unit: int,
     good_enough: float = 0.9,
 ) -> np.ndarray:
-    """Move single entries one grid step at a time until every figure rounds right.
+    """Move entries one grid step at a time until every figure rounds right.
 
-    ``units`` holds whole grid steps (the table is ``units / per_unit``). At each round
-    the one move (entry in ``free``, up or down) that best lowers the worst miss,
-    then the sum of squared misses, is taken. Stops once the worst miss is below
-    ``good_enough`` or no move helps; fails loudly if a figure is still off."""
+    ``units`` holds whole grid steps (the table is ``units / per_unit``). A move
+    shifts one entry of ``free``, or two of them, by one step up or down. Each
+    round takes the move that best lowers the worst miss (then the sum of squared
+    misses). Stops once the worst miss is below ``good_enough`` (a little room to
+    spare) or no move helps, and fails loudly if a figure is still off."""
     units = units.copy()
 
     def badness(u: np.ndarray) -> tuple[float, float]:
@@ -178,16 +202,18 @@ def _polish(
             return math.inf, math.inf
         return float(m.max()), float((m**2).sum())
 
+    free = list(free)
+    moves: list[tuple[tuple[int, ...], tuple[int, ...]]] = [((i,), (s,)) for i in free for s in (1, -1)]
+    moves += [((i, j), (s, t)) for i, j in itertools.combinations(free, 2) for s in (1, -1) for t in (1, -1)]
     current = badness(units)
     while current[0] >= good_enough:
         best, best_units = current, None
-        for i in free:
-            for step in (1, -1):
-                trial = units.copy()
-                trial[i] += step
-                b = badness(trial)
-                if b < best:
-                    best, best_units = b, trial
+        for move in moves:
+            trial = units.copy()
+            trial[list(move[0])] += move[1]
+            b = badness(trial)
+            if b < best:
+                best, best_units = b, trial
         if best_units is None:
             break
         current, units = best, best_units
@@ -209,11 +235,10 @@ def _as_tuple(units: np.ndarray, per_unit: int) -> tuple[float, ...]:
 def _chances(pinned: Mapping[str, float], others: Mapping[str, float]) -> np.ndarray:
     """A row of chances in VOCAB order: ``pinned`` words get exactly their value and the
     remaining words share what is left in proportion to ``others``."""
+    assert set(pinned) | set(others) == set(VOCAB) and not set(pinned) & set(others)
     rest = 1.0 - sum(pinned.values())
     total = sum(others.values())
-    p = np.array([pinned[w] if w in pinned else rest * others[w] / total for w in VOCAB])
-    assert set(pinned) | set(others) == set(VOCAB) and not set(pinned) & set(others)
-    return p
+    return np.array([pinned[w] if w in pinned else rest * others[w] / total for w in VOCAB])
 
 
 def _row_from_chances(p: np.ndarray) -> np.ndarray:
@@ -225,16 +250,21 @@ def _row_from_chances(p: np.ndarray) -> np.ndarray:
 _W = {w: i for i, w in enumerate(VOCAB)}
 _CENT = 100  # logits are kept to 0.01, i.e. whole hundredths
 
-# Position 4 (reads "lifts", should say "the"). Quoted logits, the rest free.
+# Position 4 (reads "lifts", should say "the"). The text quotes seven of its logits.
+# "table" gets a made-up low value; the four words left are fitted to the quoted
+# temperature, entropy and top-p figures.
 _P4_QUOTED = {"lifts": 2.59, "the": 1.97, "a": 1.69, "blue": 1.37, "red": 0.74, "cup": 0.64, "block": -2.61}
-_P4_FREE = ("gripper", "moves", "drops", "arm", "table")
-_P4_START = (0.5, 0.0, -0.5, -1.0, -2.0)  # starting guess for the least-squares fit
+_P4_MADE_UP = {"table": -2.2}
+_P4_FREE = ("gripper", "arm", "drops", "moves")
+_P4_START = (0.5, -1.0, -0.5, 0.0)  # starting guess for the fit
+_P4_LOW, _P4_HIGH = -2.61, 0.64  # free logits stay strictly between "block" and "cup"
 
 
 def _p4_figures(row: np.ndarray) -> list[_Figure]:
-    """Every figure the text quotes about position 4."""
+    """Every figure the text quotes about position 4 (the first nine are numbers, the rest yes/no)."""
     p, cold, hot = _softmax(row), _softmax(row, 0.5), _softmax(row, 1.5)
     ranked = np.sort(p)[::-1]
+    free = np.array([row[_W[w]] for w in _P4_FREE])
     return [
         (p[_W["lifts"]], 0.352, 3),
         (p[_W["the"]], 0.189, 3),
@@ -246,17 +276,16 @@ def _p4_figures(row: np.ndarray) -> list[_Figure]:
         (_entropy(hot), 2.14, 2),
         (hot.min(), 0.0079, 4),
         _yes(ranked[:6].sum() < 0.9 <= ranked[:7].sum()),
-        _yes(all(row[_W[w]] < 0.64 for w in _P4_FREE)),  # the six quoted logits stay the six largest
-        _yes(all(row[_W[w]] > -2.61 for w in _P4_FREE)),  # "block" stays the least likely word
+        # the quoted six largest and the quoted smallest keep their places
+        _yes(bool(np.all((free > _P4_LOW) & (free < _P4_HIGH)))),
+        _no_ties(row),
     ]
 
 
-def _p4_row(free_values: np.ndarray) -> np.ndarray:
-    """Position 4's logits from the quoted ones plus values for the five free words."""
+def _p4_row(free_values: Sequence[float]) -> np.ndarray:
+    """Position 4's logits from the quoted and made-up ones plus values for the free words."""
     row = np.zeros(len(VOCAB))
-    for w, v in _P4_QUOTED.items():
-        row[_W[w]] = v
-    for w, v in zip(_P4_FREE, free_values):
+    for w, v in {**_P4_QUOTED, **_P4_MADE_UP, **dict(zip(_P4_FREE, free_values))}.items():
         row[_W[w]] = v
     return row
 
@@ -274,7 +303,7 @@ def _least_squares(residuals: Callable[[np.ndarray], np.ndarray], x0: Sequence[f
             dx[k] = h
             jac[:, k] = (residuals(x + dx) - residuals(x - dx)) / (2 * h)
         jtj = jac.T @ jac
-        step = np.linalg.solve(jtj + damping * np.diag(np.diag(jtj)), -jac.T @ r)
+        step = np.linalg.solve(jtj + damping * np.trace(jtj) / len(x) * np.eye(len(x)), -jac.T @ r)
         new_cost = float((residuals(x + step) ** 2).sum())
         if new_cost < cost:
             x, cost, damping = x + step, new_cost, damping / 3
@@ -286,16 +315,23 @@ def _least_squares(residuals: Callable[[np.ndarray], np.ndarray], x0: Sequence[f
 
 
 def _derive_p4() -> np.ndarray:
-    """Position 4 in hundredths: fit the five free logits, round, then polish."""
+    """Position 4 in hundredths: fit the four free logits, round, then polish."""
+    width = _P4_HIGH - _P4_LOW
 
-    def residuals(free_values: np.ndarray) -> np.ndarray:
-        figures = _p4_figures(_p4_row(free_values))[:9]  # the numeric figures only
-        return np.array([(v - t) / (0.5 * 10.0**-d) for v, t, d in figures])
+    def free_values(y: np.ndarray) -> np.ndarray:
+        # y can be any real number; the S-curve keeps each logit inside (_P4_LOW, _P4_HIGH).
+        return _P4_LOW + width / (1 + np.exp(-y))
 
-    fitted = _least_squares(residuals, _P4_START)
-    units = _to_units(_p4_row(fitted), _CENT)
-    free = [_W[w] for w in _P4_FREE]
-    return _polish(units, free, _p4_figures, _CENT)
+    def residuals(y: np.ndarray) -> np.ndarray:
+        misses = [(v - t) / (0.5 * 10.0**-d) for v, t, d in _p4_figures(_p4_row(free_values(y)))[:9]]
+        # The fifth power makes the fit care mostly about the worst miss, which is
+        # what "every figure rounds to its quoted digits" asks for.
+        return np.array(misses) ** 5
+
+    start = np.array(_P4_START)
+    y = _least_squares(residuals, -np.log(width / (start - _P4_LOW) - 1))
+    units = _to_units(_p4_row(free_values(y)), _CENT)
+    return _polish(units, [_W[w] for w in _P4_FREE], _p4_figures, _CENT)
 
 
 # The other five positions: the quoted chances are pinned, the words the text never
@@ -308,7 +344,7 @@ _P1 = (  # reads "<start>", should say "the"; the model prefers "a"
 _P2 = (  # reads "the", should say "arm": a correct, fairly sure guess
     {"arm": 0.675},
     {"gripper": 10, "block": 6, "cup": 4, "table": 3, "red": 2.5, "blue": 2,
-     "a": 1.5, "the": 1.2, "moves": 0.8, "drops": 0.8, "lifts": 0.7},
+     "a": 1.5, "the": 1.2, "drops": 0.9, "moves": 0.8, "lifts": 0.6},
 )
 _P3 = (  # reads "arm", should say "lifts"; the model prefers "moves"
     {"lifts": 0.053},
@@ -316,13 +352,13 @@ _P3 = (  # reads "arm", should say "lifts"; the model prefers "moves"
      "table": 4.5, "cup": 4, "red": 3.5, "blue": 3, "arm": 2.7},
 )
 _P5_OTHERS = {  # reads "the", should say "red": correct
-    "blue": 15, "block": 8, "cup": 5, "arm": 3, "gripper": 2, "table": 2,
-    "a": 1.2, "the": 1, "lifts": 0.8, "moves": 0.8, "drops": 0.9,
+    "blue": 15, "block": 8, "cup": 5, "arm": 3, "gripper": 2.2, "table": 1.8,
+    "a": 1.2, "the": 1, "drops": 0.9, "moves": 0.8, "lifts": 0.7,
 }
 _P6 = (  # reads "red", should say "block": correct and very sure
     {"block": 0.933},
-    {"cup": 2.5, "table": 1, "gripper": 0.8, "arm": 0.5, "the": 0.4, "a": 0.3,
-     "blue": 0.3, "red": 0.3, "lifts": 0.2, "drops": 0.2, "moves": 0.2},
+    {"cup": 2.5, "table": 1.1, "gripper": 0.8, "arm": 0.55, "the": 0.45, "red": 0.35,
+     "blue": 0.3, "a": 0.25, "lifts": 0.22, "moves": 0.2, "drops": 0.18},
 )
 
 # The greedy tree: first word chosen at position 4 -> (joint chance quoted, best second word).
@@ -336,18 +372,20 @@ def _row_figures(position: int, p4: np.ndarray) -> Callable[[np.ndarray], list[_
         p = _softmax(row)
         best = VOCAB[int(np.argmax(p))]
         if position == 1:
-            return [(p[_W["the"]], 0.101, 3), (p.max(), 0.189, 3),
-                    _yes(best == "a"), _yes(_top_p_count(p) == 9)]
-        if position == 2:
-            return [_yes(best == "arm")]
-        if position == 3:
-            return [(p[_W["lifts"]], 0.053, 3), (-math.log(p[_W["lifts"]]), 2.94, 2),
-                    _yes(best == "moves")]
-        if position == 5:  # the tree's path "the" -> "red" runs through this very row
+            quoted = [(p[_W["the"]], 0.101, 3), (p.max(), 0.189, 3),
+                      _yes(best == "a"), _yes(_top_p_count(p) == 9)]
+        elif position == 2:
+            quoted = [_yes(best == "arm")]
+        elif position == 3:
+            quoted = [(p[_W["lifts"]], 0.053, 3), (-math.log(p[_W["lifts"]]), 2.94, 2),
+                      _yes(best == "moves")]
+        elif position == 5:  # the tree's path "the" -> "red" runs through this very row
             joint = _softmax(p4)[_W["the"]] * p[_W["red"]]
-            return [(joint, _TREE_TARGETS["the"][0], 4), _yes(best == "red")]
-        return [(p[_W["block"]], 0.933, 3), (-math.log(p[_W["block"]]), 0.07, 2),
-                _yes(_top_p_count(p) == 1)]
+            quoted = [(joint, _TREE_TARGETS["the"][0], 4), _yes(best == "red")]
+        else:
+            quoted = [(p[_W["block"]], 0.933, 3), (-math.log(p[_W["block"]]), 0.07, 2),
+                      _yes(_top_p_count(p) == 1)]
+        return [*quoted, _no_ties(row)]
 
     return figures
 
@@ -383,8 +421,8 @@ _NEXT_AFTER_LIFTS = {
 # After "the arm lifts a": "red" is likely, but less so than after "the".
 _NEXT_AFTER_A = (
     {"red": 0.50},
-    {"blue": 25, "block": 8, "cup": 6, "arm": 3, "gripper": 2, "table": 2,
-     "the": 1, "a": 1, "lifts": 0.8, "moves": 0.6, "drops": 0.6},
+    {"blue": 25, "block": 8, "cup": 6, "arm": 3, "gripper": 2.4, "table": 1.8,
+     "the": 1.2, "a": 0.9, "lifts": 0.8, "moves": 0.7, "drops": 0.6},
 )
 
 
@@ -399,11 +437,13 @@ def derive_next_logits() -> dict[str, tuple[float, ...]]:
 
     def after_lifts(row: np.ndarray) -> list[_Figure]:
         p = _softmax(row)
-        return [(_softmax(p4)[_W["lifts"]] * p.max(), joint, 4), _yes(VOCAB[int(np.argmax(p))] == second)]
+        return [(_softmax(p4)[_W["lifts"]] * p.max(), joint, 4),
+                _yes(VOCAB[int(np.argmax(p))] == second), _no_ties(row)]
 
     start = _to_units(_row_from_chances(_chances({second: q}, _NEXT_AFTER_LIFTS)), _CENT)
     lifts_row = _polish(start, range(len(VOCAB)), after_lifts, _CENT)
-    a_row = _to_units(_row_from_chances(_chances(*_NEXT_AFTER_A)), _CENT)
+    start = _to_units(_row_from_chances(_chances(*_NEXT_AFTER_A)), _CENT)
+    a_row = _polish(start, range(len(VOCAB)), lambda row: [_no_ties(row)], _CENT)
     return {
         "lifts": _as_tuple(lifts_row, _CENT),
         "the": LOGITS[4],
@@ -435,7 +475,7 @@ def _row6_figures(row: np.ndarray) -> list[_Figure]:
 
 
 def derive_scores() -> tuple[tuple[float, ...], ...]:
-    """Rebuild SCORES (already rounded) from the quoted attention weights."""
+    """Rebuild SCORES (already rounded: row 3 to 0.001, the rest to 0.01) from the quoted weights."""
     # Row 3 in closed form. Let E be the sum of exp(score) over columns 1..3.
     # With the blocked columns set to 0 they weigh 3 / (E + 3) = 0.452, so E = 3 * 0.548 / 0.452.
     e_visible = 3 * (1 - 0.452) / 0.452
@@ -449,7 +489,8 @@ def derive_scores() -> tuple[tuple[float, ...], ...]:
     # Row 6 from its chosen weights (logs, centred on 0).
     row6_units = _polish(_to_units(_row_from_chances(np.array(_ROW6_WEIGHTS)), 100),
                          range(6), _row6_figures, 100)
-    # Rows 1, 2, 4, 5: filler from a fixed wave pattern (mixed signs, size under 1.6).
+    # Rows 1, 2, 4, 5: filler from a fixed wave pattern (mixed signs, size at most 1.6),
+    # so that no hidden random draws are involved.
     rows: list[tuple[float, ...]] = []
     for i in range(1, 7):
         if i == 3:
@@ -457,6 +498,6 @@ def derive_scores() -> tuple[tuple[float, ...], ...]:
         elif i == 6:
             rows.append(_as_tuple(row6_units, 100))
         else:
-            filler = [1.5 * math.sin(1.7 * i + 0.9 * j * j + 0.4) for j in range(1, 7)]
+            filler = [1.6 * math.sin(2.4 * i + 1.3 * j + 0.5 * i * j) for j in range(1, 7)]
             rows.append(_as_tuple(_to_units(np.array(filler), 100), 100))
     return tuple(rows)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ._checks import count, fraction
 
-__all__ = ["surviving_weight", "run_summary", "token_weight", "neighbour_gap"]
+__all__ = ["surviving_weight", "run_summary", "token_weight", "neighbour_gap", "parallel_scan"]
 
 
 def surviving_weight(rate: float, steps: int) -> float:
@@ -48,3 +48,22 @@ def token_weight(rates: Sequence[float] | float, delivered: int, steps: int) -> 
 def neighbour_gap(rate: float) -> float:
     """How much the weights of two neighbouring tokens differ at the front of the summary (1 - rate)."""
     return 1.0 - fraction("rate", rate)
+
+
+def parallel_scan(inputs: Sequence[float], rates: Sequence[float] | float) -> tuple[np.ndarray, int]:
+    """The same summaries as ``run_summary``, by a parallel scan: (summary after each step, rounds).
+
+    Each step is the pair (rate, input); an earlier stretch (a1, b1) followed by a later one
+    (a2, b2) combines to (a1 * a2, a2 * b1 + b2). In round r every position combines with the
+    one 2**r places back, all at once, so n steps take ceil(log2 n) rounds instead of n."""
+    b = np.asarray(inputs, dtype=float).copy()
+    a = np.broadcast_to(np.asarray(rates, dtype=float), b.shape).copy()
+    for r in np.unique(a):
+        fraction("rate", r)
+    rounds, gap = 0, 1
+    while gap < len(b):
+        a_back, b_back = a[:-gap].copy(), b[:-gap].copy()  # every position reads before any writes
+        b[gap:] = a[gap:] * b_back + b[gap:]
+        a[gap:] = a[gap:] * a_back
+        rounds, gap = rounds + 1, gap * 2
+    return b, rounds

@@ -14,7 +14,8 @@ from .work import decode_flops, prefill_flops
 
 __all__ = [
     "decode_bytes", "arithmetic_time", "reading_time", "decode_step_time", "throughput",
-    "prefill_time", "answer_time", "serial_time",
+    "prefill_time", "answer_time", "serial_time", "cache_reading_time", "machine_time_per_token",
+    "prefill_limits",
 ]
 
 
@@ -64,3 +65,22 @@ def serial_time(steps: int, step_seconds: float) -> float:
     if not step_seconds > 0:
         raise ValueError(f"step_seconds must be positive, got {step_seconds!r}")
     return count("steps", steps) * step_seconds
+
+
+def cache_reading_time(m: ModelShape, acc: Accelerator, context: int) -> float:
+    """Seconds to read one conversation's cache of ``context`` tokens once."""
+    return kv_cache_bytes(m, context) / acc.bytes_per_s
+
+
+def machine_time_per_token(m: ModelShape, acc: Accelerator, context: int, batch: int = 1) -> float:
+    """Seconds of machine time per token produced (step time / batch = 1 / throughput);
+    not any one conversation's wait, which is the whole step time."""
+    return decode_step_time(m, acc, context, batch) / count("batch", batch, minimum=1)
+
+
+def prefill_limits(m: ModelShape, acc: Accelerator, tokens: int) -> tuple[float, float]:
+    """Seconds a prompt of ``tokens`` needs for its arithmetic and for its reading, in that order;
+    ``prefill_time`` is the larger of the two."""
+    arithmetic = prefill_flops(m, tokens) / acc.flops_per_s
+    reading = (weight_bytes(m) + kv_cache_bytes(m, tokens)) / acc.bytes_per_s
+    return arithmetic, reading

@@ -1,0 +1,66 @@
+"""Command line: ``python -m transformer_arithmetic report CONFIG.json [--accelerator ...] [--json]``.
+
+A thin layer over ``hf_config.read_config`` and ``report.report``: it reads the sizes
+from a Hugging Face style config.json (never weights, never the internet) and prints
+the book's arithmetic for that model on an accelerator.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .hf_config import example_config_path, example_configs, read_config
+from .report import format_report, parse_accelerator, report
+
+
+def _accelerator(text: str):
+    try:
+        return parse_accelerator(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m transformer_arithmetic",
+        description="The arithmetic of transformers for your own model: parameters, memory, time.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    rep = commands.add_parser(
+        "report", help="print the arithmetic for one config.json",
+        description="Read a Hugging Face style config.json (sizes only) and print parameters, "
+                    "memory, cache, what fits, time per token, prefill and throughput.")
+    rep.add_argument("config", help="path to a config.json, or the name of a shipped example "
+                                    "(see the 'configs' command)")
+    rep.add_argument("--accelerator", default="example", type=_accelerator,
+                     metavar="example|FLOPS,BYTES_PER_S,MEMORY_GIB",
+                     help="'example' (the book's example accelerator, the default) or three numbers: "
+                          "operations a second, bytes read a second, memory in GiB, e.g. 100e12,1e12,24")
+    rep.add_argument("--json", action="store_true", help="print the numbers as JSON instead of a table")
+    commands.add_parser("configs", help="list the example configs shipped with the library")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "configs":
+        for path in example_configs():
+            print(f"{path.stem:<16} {path}")
+        return 0
+    path = Path(args.config)
+    try:
+        if not path.exists():
+            path = example_config_path(args.config)  # a shipped example by name
+        model, notes = read_config(path)
+        result = report(model, args.accelerator, notes=notes)
+    except (OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(json.dumps(result, indent=2) if args.json else format_report(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,194 @@
+"""One model on one accelerator: every headline number of the book, in one dictionary.
+
+``report(model, acc)`` gathers the numbers from ``memory``, ``work`` and ``timing``
+(nothing is computed here that those modules do not already compute), and
+``format_report`` lays the same dictionary out as a readable table. Both the
+command line (``python -m transformer_arithmetic report CONFIG.json``) and the
+appendix notebook use them. Times are the roofline model of ``timing``: the slower of
+the arithmetic and the reading, so a real chip is slower, never faster.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from . import memory, timing, work
+from .shapes import EXAMPLE_ACCELERATOR, GIB, KIB, MIB, Accelerator, ModelShape
+
+__all__ = [
+    "LENGTHS", "BATCHES", "BATCH_CONTEXT", "report", "format_report", "parse_accelerator",
+]
+
+LENGTHS = (1_024, 8_192, 32_768, 131_072)
+"""Conversation lengths, in tokens, at which the report gives the cache, the fit and the times."""
+
+BATCHES = (1, 8, 32, 64, 128, 256)
+"""Conversations served at once for the throughput table."""
+
+BATCH_CONTEXT = 2_048
+"""Tokens already in each conversation for the throughput table."""
+
+
+def _limit(m: ModelShape, acc: Accelerator, context: int, batch: int = 1) -> str:
+    reading = timing.reading_time(m, acc, context, batch)
+    return "reading" if reading >= timing.arithmetic_time(m, acc, context, batch) else "arithmetic"
+
+
+def report(
+    model: ModelShape,
+    acc: Accelerator = EXAMPLE_ACCELERATOR,
+    *,
+    lengths: Sequence[int] = LENGTHS,
+    batches: Sequence[int] = BATCHES,
+    batch_context: int = BATCH_CONTEXT,
+    notes: Sequence[str] = (),
+) -> dict:
+    """Every headline number for ``model`` on ``acc``, as plain ints, floats, strings and lists
+    (bytes in bytes, times in seconds), ready for ``json.dumps``."""
+    m = model
+    weights = memory.weight_bytes(m)
+    fits = weights <= acc.memory_bytes
+    longest = memory.longest_conversation(m, acc) if fits else 0
+    fit_rows = [
+        {"tokens": n, "cache_bytes": memory.kv_cache_bytes(m, n),
+         "conversations_that_fit": memory.conversations_that_fit(m, acc, n) if fits else 0}
+        for n in lengths
+    ]
+    time_rows = []
+    for n in lengths:
+        step = timing.decode_step_time(m, acc, n)
+        time_rows.append({
+            "context": n, "seconds_per_token": step, "tokens_per_s": 1 / step,
+            "arithmetic_seconds": timing.arithmetic_time(m, acc, n),
+            "reading_seconds": timing.reading_time(m, acc, n), "limited_by": _limit(m, acc, n),
+            "prefill_seconds": timing.prefill_time(m, acc, n),
+        })
+    batch_fit = memory.conversations_that_fit(m, acc, batch_context) if fits else 0
+    batch_rows = [
+        {"batch": b, "tokens_per_s": timing.throughput(m, acc, batch_context, b),
+         "wait_seconds": timing.decode_step_time(m, acc, batch_context, b),
+         "limited_by": _limit(m, acc, batch_context, b),
+         "memory_bytes": memory.serving_bytes(m, batch_context, b), "fits": b <= batch_fit}
+        for b in batches
+    ]
+    return {
+        "model": {
+            "name": m.name, "layers": m.layers, "heads": m.heads, "kv_heads": m.kv_heads,
+            "head_dim": m.head_dim, "width": m.width, "ffn_width": m.ffn_width, "vocab": m.vocab,
+            "gated_ffn": m.gated_ffn, "tied_embeddings": m.tied_embeddings,
+            "norm": "LayerNorm" if m.norm_bias else "RMSNorm", "bytes_per_number": m.bytes_per_number,
+        },
+        "accelerator": {
+            "name": acc.name, "flops_per_s": float(acc.flops_per_s),
+            "bytes_per_s": float(acc.bytes_per_s), "memory_bytes": int(acc.memory_bytes),
+        },
+        "parameters": memory.parameter_count(m),
+        "weight_bytes": weights,
+        "weights_fit": fits,
+        "kv_bytes_per_token": memory.kv_bytes_per_token(m),
+        "longest_conversation": longest,
+        "lengths": fit_rows,
+        "decode": time_rows,
+        "batch_context": batch_context,
+        "conversations_that_fit_at_batch_context": batch_fit,
+        "throughput": batch_rows,
+        "pairs_pass_weights_at": work.pairs_pass_weights_at(m),
+        "notes": list(notes),
+    }
+
+
+def _bytes(n: float) -> str:
+    for unit, size in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
+        if n >= size:
+            return f"{n / size:,.2f} {unit}"
+    return f"{n:,.0f} B"
+
+
+def _seconds(s: float) -> str:
+    if s >= 1:
+        return f"{s:,.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:,.2f} ms"
+    return f"{s * 1e6:,.1f} us"
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    line = "  ".join(h.rjust(w) for h, w in zip(headers, widths))
+    out = ["  " + line, "  " + "  ".join("-" * w for w in widths)]
+    out += ["  " + "  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
+    return out
+
+
+def format_report(r: dict) -> str:
+    """The dictionary from ``report`` as a readable plain-text table."""
+    m, a = r["model"], r["accelerator"]
+    kv = "" if m["kv_heads"] == m["heads"] else f" ({m['kv_heads']} key-value heads)"
+    lines = [
+        f"Model {m['name']}: {m['layers']} layers, {m['heads']} heads of {m['head_dim']}{kv}, "
+        f"width {m['width']:,},",
+        f"  {'gated' if m['gated_ffn'] else 'plain'} feed-forward of width {m['ffn_width']:,}, "
+        f"vocabulary {m['vocab']:,}, {'tied' if m['tied_embeddings'] else 'separate'} "
+        f"embeddings, {m['norm']}, {m['bytes_per_number']} bytes a number",
+        f"Accelerator {a['name']}: {a['flops_per_s']:.3g} operations/s, {a['bytes_per_s']:.3g} bytes/s, "
+        f"{_bytes(a['memory_bytes'])}",
+        "",
+        f"Parameters                  {r['parameters']:,}",
+        f"Weights                     {_bytes(r['weight_bytes'])} ({r['weight_bytes']:,} bytes)",
+        f"Cache per token             {_bytes(r['kv_bytes_per_token'])} ({r['kv_bytes_per_token']:,} bytes)",
+    ]
+    if r["weights_fit"]:
+        lines.append(f"Longest conversation        {r['longest_conversation']:,} tokens "
+                     "(cache in the memory left after the weights)")
+    else:
+        lines.append("Longest conversation        none: the weights alone do not fit in memory")
+    lines.append(f"Pair work passes weights at {r['pairs_pass_weights_at']:,} tokens "
+                 "(per layer, over a whole sequence)")
+    lines += ["", "Cache and memory by conversation length"]
+    lines += _table(
+        ["tokens", "cache", "conversations that fit"],
+        [[f"{row['tokens']:,}", _bytes(row["cache_bytes"]), f"{row['conversations_that_fit']:,}"]
+         for row in r["lengths"]])
+    lines += ["", "One conversation: time per generated token and prompt reading (prefill)"]
+    lines += _table(
+        ["context", "time per token", "tokens/s", "limited by", "prefill of context"],
+        [[f"{row['context']:,}", _seconds(row["seconds_per_token"]), f"{row['tokens_per_s']:,.1f}",
+          row["limited_by"], _seconds(row["prefill_seconds"])] for row in r["decode"]])
+    lines += ["", f"Many conversations at once, each with {r['batch_context']:,} tokens of context "
+              f"({r['conversations_that_fit_at_batch_context']:,} fit in memory)"]
+    lines += _table(
+        ["batch", "tokens/s (machine)", "each one's wait", "limited by", "memory", "fits"],
+        [[f"{row['batch']:,}", f"{row['tokens_per_s']:,.0f}", _seconds(row["wait_seconds"]),
+          row["limited_by"], _bytes(row["memory_bytes"]), "yes" if row["fits"] else "no"]
+         for row in r["throughput"]])
+    lines += ["", "Assumptions"]
+    lines += [f"  - {note}" for note in r["notes"]]
+    lines += ["  - times: the slower of the arithmetic and the reading (a roofline); real chips are slower",
+              "  - each conversation's wait is the whole decode step, which grows with the batch"]
+    return "\n".join(lines)
+
+
+def parse_accelerator(text: str) -> Accelerator:
+    """``"example"`` for the book's example accelerator, or ``"FLOPS,BYTES_PER_S,MEMORY_GIB"``
+    (operations a second, bytes read a second, memory in GiB), e.g. ``"100e12,1e12,24"``."""
+    if text.strip().lower() == "example":
+        return EXAMPLE_ACCELERATOR
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 3:
+        raise ValueError(f"accelerator must be 'example' or three numbers FLOPS,BYTES_PER_S,MEMORY_GIB, "
+                         f"got {text!r}")
+    names = ("FLOPS", "BYTES_PER_S", "MEMORY_GIB")
+    values = []
+    for name, part in zip(names, parts):
+        try:
+            value = float(part)
+        except ValueError:
+            raise ValueError(f"accelerator {name} must be a number, got {part!r}") from None
+        if not value > 0 or value == float("inf"):
+            raise ValueError(f"accelerator {name} must be a positive finite number, got {part!r}")
+        values.append(value)
+    flops, bytes_per_s, gib = values
+    memory_bytes = round(gib * GIB)
+    if memory_bytes < 1:
+        raise ValueError(f"accelerator MEMORY_GIB is too small, got {parts[2]!r}")
+    return Accelerator(flops_per_s=flops, bytes_per_s=bytes_per_s, memory_bytes=memory_bytes,
+                       name="the given accelerator")

@@ -1,0 +1,35 @@
+"""Every .md/.ipynb pair holds the same cells: same types, same sources, same tags."""
+import jupytext
+import pytest
+
+from book_files import ROOT, paired_notebooks
+
+
+def cells(nb):
+    return [(c.cell_type, c.source.strip(), tuple(c.metadata.get("tags", []))) for c in nb.cells]
+
+
+@pytest.mark.parametrize("md", paired_notebooks(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_pair_in_sync(md):
+    ipynb = md.with_suffix(".ipynb")
+    assert ipynb.exists(), f"{md.name} has no paired .ipynb: run scripts/execute.py {md.relative_to(ROOT)}"
+    text, stored = cells(jupytext.read(md)), cells(jupytext.read(ipynb))
+    for i, (a, b) in enumerate(zip(text, stored)):
+        assert a == b, f"cell {i} of {md.name} differs from its .ipynb: re-run scripts/execute.py on it"
+    assert len(text) == len(stored), f"{md.name} has {len(text)} cells, its .ipynb {len(stored)}"
+
+
+def test_every_notebook_is_in_the_contents():
+    toc = (ROOT / "book" / "_toc.yml").read_text()
+    missing = [str(p.relative_to(ROOT / "book")) for p in paired_notebooks()
+               if str(p.relative_to(ROOT / "book").with_suffix("")) not in toc]
+    assert not missing, f"notebooks not listed in book/_toc.yml: {missing}"
+
+
+def test_every_notebook_was_executed_in_order():
+    import json
+
+    for md in paired_notebooks():
+        nb = json.loads(md.with_suffix(".ipynb").read_text())
+        counts = [c.get("execution_count") for c in nb["cells"] if c["cell_type"] == "code"]
+        assert counts == list(range(1, len(counts) + 1)), f"{md.name}: stored outputs are not from one clean run"

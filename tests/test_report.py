@@ -1,0 +1,240 @@
+"""The config reader, the report and the command line, checked against real torch modules."""
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import transformer_arithmetic as ta
+from transformer_arithmetic import memory, timing, work
+from transformer_arithmetic.hf_config import example_config_path, example_configs, read_config, shape_from_config
+from transformer_arithmetic.reference_model import Decoder
+from transformer_arithmetic.report import format_report, parse_accelerator, report
+
+LLAMA_LIKE = {
+    "model_type": "llama", "num_hidden_layers": 3, "num_attention_heads": 8, "num_key_value_heads": 2,
+    "hidden_size": 256, "intermediate_size": 688, "vocab_size": 1000, "hidden_act": "silu",
+    "rms_norm_eps": 1e-5, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+}
+GPT_LIKE = {
+    "model_type": "gpt_neox", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 128,
+    "intermediate_size": 512, "vocab_size": 500, "hidden_act": "gelu", "layer_norm_eps": 1e-5,
+    "torch_dtype": "float32",
+}
+
+
+def torch_parameter_count(shape: ta.ModelShape) -> int:
+    """Parameters of a real torch decoder of this shape, built on the meta device (no memory)."""
+    with torch.device("meta"):
+        return sum(p.numel() for p in Decoder(shape).parameters())
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "transformer_arithmetic", *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+# --- reading configs -------------------------------------------------------------------------
+
+def test_three_example_configs_are_shipped():
+    assert [p.name for p in example_configs()] == ["gated-gqa-1b.json", "gated-gqa-7b.json", "plain-small.json"]
+
+
+@pytest.mark.parametrize("path", example_configs(), ids=lambda p: p.stem)
+def test_example_config_parameters_match_torch(path):
+    shape, _ = read_config(path)
+    assert memory.parameter_count(shape) == torch_parameter_count(shape)
+
+
+def test_example_configs_have_the_intended_layouts():
+    small, _ = read_config(example_config_path("plain-small"))
+    one, _ = read_config(example_config_path("gated-gqa-1b"))
+    seven, _ = read_config(example_config_path("gated-gqa-7b.json"))
+    assert (small.gated_ffn, small.norm_bias, small.tied_embeddings, small.bytes_per_number) == (False, True, True, 4)
+    assert small.ffn_width == 4 * small.width and small.kv_heads == small.heads
+    assert (one.gated_ffn, one.norm_bias, one.kv_heads, one.bytes_per_number) == (True, False, 4, 2)
+    assert (seven.tied_embeddings, seven.head_dim, seven.kv_heads) == (False, 128, 8)
+    assert 0.9e9 < memory.parameter_count(one) < 1.2e9
+    assert 6.5e9 < memory.parameter_count(seven) < 7.5e9
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"num_key_value_heads": None},
+        {"num_key_value_heads": 1},
+        {"tie_word_embeddings": True},
+        {"head_dim": 48},  # heads * head_dim differs from hidden_size (a Gemma-style layout)
+        {"model_type": "something_new", "gated_ffn": False},
+        {"model_type": "something_new", "hidden_act": "gelu", "rms_norm_eps": None, "layer_norm_eps": 1e-5},
+    ],
+)
+def test_llama_like_layouts_match_torch(changes):
+    cfg = {k: v for k, v in {**LLAMA_LIKE, **changes}.items() if v is not None}
+    shape, _ = shape_from_config(cfg)
+    assert memory.parameter_count(shape) == torch_parameter_count(shape)
+
+
+def test_gpt_like_layout_matches_torch_and_reads_each_field():
+    shape, notes = shape_from_config(GPT_LIKE, name="gpt")
+    assert shape == ta.ModelShape(layers=2, heads=4, head_dim=32, ffn_width=512, vocab=500, width=128,
+                                  bytes_per_number=4, gated_ffn=False, tied_embeddings=True, norm_bias=True)
+    assert memory.parameter_count(shape) == torch_parameter_count(shape)
+    text = "\n".join(notes)
+    for default in ("num_key_value_heads", "head_dim", "tie_word_embeddings", "plain"):
+        assert default in text  # every default used is listed
+
+
+def test_gpt2_names_and_null_inner_width():
+    cfg = {"model_type": "gpt2", "n_layer": 2, "n_head": 4, "n_embd": 64, "n_inner": None, "vocab_size": 100,
+           "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5, "torch_dtype": "float16"}
+    shape, notes = shape_from_config(cfg)
+    assert (shape.layers, shape.heads, shape.width, shape.ffn_width, shape.bytes_per_number) == (2, 4, 64, 256, 2)
+    assert any("n_inner" in n for n in notes)
+
+
+def test_gated_rule():
+    gemma = {**LLAMA_LIKE, "model_type": "gemma", "hidden_act": None, "hidden_activation": "gelu_pytorch_tanh"}
+    assert shape_from_config(gemma)[0].gated_ffn  # gated although its activation is a GELU
+    unknown_silu = {**LLAMA_LIKE, "model_type": "new"}
+    shape, notes = shape_from_config(unknown_silu)
+    assert shape.gated_ffn and any("judged from hidden_act" in n for n in notes)
+    override = {**LLAMA_LIKE, "gated_ffn": False}
+    assert not shape_from_config(override)[0].gated_ffn
+
+
+@pytest.mark.parametrize("field", ["num_hidden_layers", "num_attention_heads", "hidden_size",
+                                   "intermediate_size", "vocab_size", "torch_dtype"])
+def test_missing_field_is_named(field):
+    cfg = {k: v for k, v in LLAMA_LIKE.items() if k != field}
+    with pytest.raises(ValueError, match=field):
+        shape_from_config(cfg)
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"num_key_value_heads": 3}, "num_key_value_heads"),
+        ({"num_key_value_heads": 16}, "num_key_value_heads"),
+        ({"hidden_size": 250}, "head_dim"),
+        ({"torch_dtype": "int8"}, "torch_dtype"),
+        ({"dtype": "float32"}, "torch_dtype and dtype"),
+        ({"num_hidden_layers": 0}, "num_hidden_layers"),
+        ({"num_hidden_layers": 2.5}, "num_hidden_layers"),
+        ({"vocab_size": True}, "vocab_size"),
+        ({"tie_word_embeddings": "yes"}, "tie_word_embeddings"),
+        ({"gated_ffn": "yes"}, "gated_ffn"),
+        ({"layer_norm_eps": 1e-5}, "rms_norm_eps and layer_norm_eps"),
+        ({"rms_norm_eps": None}, "rms_norm_eps"),
+        ({"model_type": "new", "hidden_act": "tanh"}, "hidden_act"),
+        ({"model_type": "new", "hidden_act": None}, "hidden_act"),
+        ({"n_layer": 4}, "num_hidden_layers"),
+    ],
+)
+def test_inconsistent_or_bad_field_is_named(changes, field):
+    cfg = {k: v for k, v in {**LLAMA_LIKE, **changes}.items() if v is not None}
+    with pytest.raises(ValueError, match=field):
+        shape_from_config(cfg)
+
+
+def test_unknown_example_name_lists_the_shipped_ones():
+    with pytest.raises(ValueError, match="plain-small"):
+        example_config_path("nope")
+
+
+# --- the report ------------------------------------------------------------------------------
+
+def test_report_numbers_come_from_the_library():
+    m, a = ta.EXAMPLE_MODEL, ta.EXAMPLE_ACCELERATOR
+    r = report(m, a)
+    assert r["parameters"] == memory.parameter_count(m) == 335_594_496
+    assert r["kv_bytes_per_token"] == memory.kv_bytes_per_token(m)
+    assert r["longest_conversation"] == memory.longest_conversation(m, a)
+    assert r["pairs_pass_weights_at"] == work.pairs_pass_weights_at(m) == 12_288
+    row = next(t for t in r["throughput"] if t["batch"] == 64)
+    assert round(row["tokens_per_s"]) == 4721  # the figure test_time.py states
+    assert row["wait_seconds"] == timing.decode_step_time(m, a, 2048, 64)
+    waits = [t["wait_seconds"] for t in r["throughput"]]
+    assert waits == sorted(waits)  # each conversation waits longer as the batch grows
+    assert json.loads(json.dumps(r)) == r  # plain JSON types only
+
+
+def test_report_when_the_weights_do_not_fit():
+    shape, _ = read_config(example_config_path("gated-gqa-7b"))
+    small_chip = parse_accelerator("100e12,1e12,8")
+    r = report(shape, small_chip)
+    assert not r["weights_fit"] and r["longest_conversation"] == 0
+    assert all(not t["fits"] for t in r["throughput"])
+    assert "do not fit" in format_report(r)
+
+
+def test_parse_accelerator():
+    assert parse_accelerator("example") is ta.EXAMPLE_ACCELERATOR
+    acc = parse_accelerator("2e14, 3e12, 80")
+    assert (acc.flops_per_s, acc.bytes_per_s, acc.memory_bytes) == (2e14, 3e12, 80 * ta.GIB)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("1e12,1e12", "three numbers"), ("1,2,3,4", "three numbers"), ("fast,1e12,24", "FLOPS"),
+     ("1e14,-1,24", "BYTES_PER_S"), ("1e14,1e12,0", "MEMORY_GIB"), ("1e14,1e12,nan", "MEMORY_GIB"),
+     ("1e14,inf,24", "BYTES_PER_S")],
+)
+def test_parse_accelerator_errors(text, message):
+    with pytest.raises(ValueError, match=message):
+        parse_accelerator(text)
+
+
+# --- the command line ------------------------------------------------------------------------
+
+def test_cli_text_report():
+    path = example_config_path("gated-gqa-1b")
+    done = run_cli("report", str(path))
+    assert done.returncode == 0, done.stderr
+    shape, _ = read_config(path)
+    out = done.stdout
+    assert f"Parameters                  {memory.parameter_count(shape):,}" in out
+    for heading in ("Cache per token", "Longest conversation", "time per token", "prefill",
+                    "each one's wait", "Pair work passes weights", "Assumptions"):
+        assert heading in out
+    assert done.stderr == ""
+
+
+def test_cli_json_report_with_an_accelerator(tmp_path):
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(GPT_LIKE))
+    done = run_cli("report", str(cfg), "--accelerator", "1e12,1e11,2", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    shape, notes = shape_from_config(GPT_LIKE, name="config")
+    acc = parse_accelerator("1e12,1e11,2")
+    assert data == report(shape, acc, notes=notes)
+    assert data["accelerator"]["memory_bytes"] == 2 * ta.GIB
+
+
+def test_cli_accepts_a_shipped_name_and_lists_them():
+    assert run_cli("report", "plain-small", "--json").returncode == 0
+    listing = run_cli("configs")
+    assert listing.returncode == 0 and "gated-gqa-7b" in listing.stdout
+
+
+@pytest.mark.parametrize("value", ["1e12,1e11", "x,1,1", "1,1,-4"])
+def test_cli_rejects_a_bad_accelerator(value):
+    done = run_cli("report", "plain-small", "--accelerator", value)
+    assert done.returncode == 2
+    assert "--accelerator" in done.stderr
+
+
+def test_cli_names_the_missing_field(tmp_path):
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({k: v for k, v in GPT_LIKE.items() if k != "vocab_size"}))
+    done = run_cli("report", str(cfg))
+    assert done.returncode == 1
+    assert "vocab_size" in done.stderr and done.stdout == ""
+
+
+def test_cli_reports_a_missing_file(tmp_path):
+    done = run_cli("report", str(tmp_path / "absent.json"))
+    assert done.returncode == 1 and "absent" in done.stderr
