@@ -25,6 +25,19 @@ def notebooks(args: list[str]) -> list[Path]:
     return sorted(CHAPTERS.glob("*/[0-9]*.md"))
 
 
+def merge_streams(outputs: list) -> list:
+    """Join neighbouring stdout (or stderr) chunks: how the kernel splits them depends on timing."""
+    merged: list = []
+    for out in outputs:
+        prev = merged[-1] if merged else None
+        if (out.get("output_type") == "stream" and prev is not None
+                and prev.get("output_type") == "stream" and prev["name"] == out["name"]):
+            prev["text"] += out["text"]
+        else:
+            merged.append(out)
+    return merged
+
+
 def execute(md: Path) -> tuple[str, float]:
     """Execute one notebook and write its .ipynb; return its name and the seconds it took."""
     import jupytext
@@ -32,10 +45,15 @@ def execute(md: Path) -> tuple[str, float]:
 
     start = time.perf_counter()
     nb = jupytext.read(md)
+    for i, cell in enumerate(nb.cells):  # the .md stores no cell ids: make them stable, not random
+        cell.id = f"cell-{i:03d}"
     NotebookClient(
         nb, timeout=600, kernel_name="python3", record_timing=False,
         resources={"metadata": {"path": str(md.parent)}},
     ).execute()
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = merge_streams(cell.outputs)
     jupytext.write(nb, md.with_suffix(".ipynb"), fmt="ipynb")
     return str(md.relative_to(ROOT)), time.perf_counter() - start
 

@@ -52,7 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     path = Path(args.config)
     try:
         if not path.exists():
-            path = example_config_path(args.config)  # a shipped example by name
+            try:
+                path = example_config_path(args.config)  # a shipped example by name
+            except ValueError as err:
+                raise ValueError(f"no file {args.config!r}, and {err}") from None
         model, notes = read_config(path)
         result = report(model, args.accelerator, notes=notes)
     except (OSError, ValueError) as err:
