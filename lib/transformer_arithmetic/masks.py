@@ -63,7 +63,7 @@ def window_reach(window: int, layers: int) -> int:
 def apply_mask(scores: np.ndarray, mask: np.ndarray, fill: float = -np.inf) -> np.ndarray:
     """The scores with every blocked pair replaced by ``fill`` (minus infinity by default)."""
     scores = np.asarray(scores, dtype=float)
-    if scores.shape != mask.shape:
+    if scores.shape[-2:] != mask.shape:  # leading batch and head dimensions broadcast
         raise ValueError(f"scores of shape {scores.shape} do not match a mask of shape {mask.shape}")
     return np.where(mask, scores, fill)
 
