@@ -131,12 +131,19 @@ def test_missing_field_is_named(field):
         ({"model_type": "new", "hidden_act": "tanh"}, "hidden_act"),
         ({"model_type": "new", "hidden_act": None}, "hidden_act"),
         ({"n_layer": 4}, "num_hidden_layers"),
+        ({"num_local_experts": 8}, "num_local_experts"),
     ],
 )
 def test_inconsistent_or_bad_field_is_named(changes, field):
     cfg = {k: v for k, v in {**LLAMA_LIKE, **changes}.items() if v is not None}
     with pytest.raises(ValueError, match=field):
         shape_from_config(cfg)
+
+
+def test_a_sliding_window_is_noted_not_used():
+    shape, notes = shape_from_config({**LLAMA_LIKE, "sliding_window": 4096})
+    assert shape == shape_from_config(LLAMA_LIKE)[0]
+    assert any("sliding_window=4096 is ignored" in n for n in notes)
 
 
 def test_unknown_example_name_lists_the_shipped_ones():

@@ -23,6 +23,8 @@ The rules:
   two. For any other ``model_type`` the activation decides: a GLU name (``swiglu``,
   ``geglu``, ``reglu``) or ``silu``/``swish`` means gated, a ``gelu``/``relu`` family name
   means plain; anything else is an error asking for ``gated_ffn``.
+- Mixtures of experts (``num_local_experts`` and the like above one) are refused, and a
+  ``sliding_window`` is noted as ignored (the cache is counted for every token).
 - Normalisation: ``rms_norm_eps`` means RMSNorm (a scale only); ``layer_norm_eps`` (or
   GPT-2's ``layer_norm_epsilon``) means LayerNorm (a scale and a bias). Both or neither
   is an error.
@@ -40,8 +42,8 @@ __all__ = [
 ]
 
 GATED_MODEL_TYPES = frozenset({
-    "llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text",
-    "phi3", "olmo", "olmo2", "granite", "cohere", "internlm2", "deepseek", "yi",
+    "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text",
+    "phi3", "olmo", "olmo2", "granite", "cohere", "internlm2", "yi",
 })
 """Model types whose feed-forward part is gated: three matrices (gate, up, down)."""
 
@@ -66,6 +68,7 @@ _ALIASES = {
     "layer_norm_eps": "layer_norm_epsilon",
 }
 _MISSING = object()
+_EXPERT_FIELDS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 
 
 def _field(cfg: dict, key: str):
@@ -159,6 +162,10 @@ def shape_from_config(cfg: dict, name: str = "model") -> tuple[ModelShape, list[
     if not isinstance(cfg, dict):
         raise ValueError(f"a config must be a JSON object, got {type(cfg).__name__}")
     notes: list[str] = []
+    for key in _EXPERT_FIELDS:
+        if isinstance(cfg.get(key), int) and not isinstance(cfg[key], bool) and cfg[key] > 1:
+            raise ValueError(f"config field {key}={cfg[key]} describes a mixture of experts, which this "
+                             "arithmetic does not cover (it counts one dense feed-forward part per layer)")
     layers = _whole(cfg, "num_hidden_layers")
     heads = _whole(cfg, "num_attention_heads")
     width = _whole(cfg, "hidden_size")
@@ -194,6 +201,9 @@ def shape_from_config(cfg: dict, name: str = "model") -> tuple[ModelShape, list[
         kv_heads=kv_heads, width=width, bytes_per_number=_bytes_per_number(cfg),
         gated_ffn=gated, tied_embeddings=tied, norm_bias=norm_bias, name=name,
     )
+    if cfg.get("sliding_window") is not None:
+        notes.append(f"sliding_window={cfg['sliding_window']!r} is ignored: the cache is counted for "
+                     "every token of the conversation")
     notes.append("not counted: biases inside the attention and feed-forward matrices, learned "
                  "position tables, and anything outside a decoder-only stack")
     return shape, notes
