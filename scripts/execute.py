@@ -55,7 +55,8 @@ def execute(md: Path) -> tuple[str, float]:
         if cell.cell_type == "code":
             cell.outputs = merge_streams(cell.outputs)
     jupytext.write(nb, md.with_suffix(".ipynb"), fmt="ipynb")
-    return str(md.relative_to(ROOT)), time.perf_counter() - start
+    name = md.relative_to(ROOT) if md.is_relative_to(ROOT) else md
+    return str(name), time.perf_counter() - start
 
 
 def main() -> int:

@@ -6,7 +6,9 @@ captioned ``{glue:figure}`` instead, so this extension
 
 1. drops a glued figure from its code cell's outputs (it stays in the glue store), and
 2. gives every rendered notebook image the alt text that travelled in the output's
-   metadata (myst-nb reads only width and height from there).
+   metadata (myst-nb reads only width and height from there), and
+3. drops scripts that appear twice on a page: sphinx-thebe's inline settings are added
+   twice by Jupyter Book 1.x and the second copy throws a console error.
 """
 from __future__ import annotations
 
@@ -44,7 +46,20 @@ def _render_image_with_alt(self, data):
     return nodes
 
 
+def _drop_duplicate_scripts(app, pagename, templatename, context, doctree):
+    seen, unique = set(), []
+    for script in context.get("script_files", []):
+        attributes = getattr(script, "attributes", {})
+        key = (getattr(script, "filename", str(script)) or None,  # inline scripts: None or ""
+               tuple(sorted((k, str(v)) for k, v in attributes.items() if k not in ("defer", "async"))))
+        if key not in seen:
+            seen.add(key)
+            unique.append(script)
+    context["script_files"] = unique
+
+
 def setup(app):
+    app.connect("html-page-context", _drop_duplicate_scripts, priority=999)  # after the themes
     sphinx_.SphinxNbRenderer._render_nb_cell_code_outputs = _render_outputs_without_glued_figures
     render.NbElementRenderer.render_image = _render_image_with_alt
     return {"parallel_read_safe": True, "parallel_write_safe": True}
