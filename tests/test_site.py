@@ -85,7 +85,7 @@ def browsed(site):
             for doc in pages(site):
                 errors.clear()
                 outside.clear()
-                page.goto(base + doc + ".html", wait_until="networkidle")
+                page.goto(base + doc + ".html", wait_until="load")  # images are in by then
                 if page.locator(".math").count():
                     page.wait_for_function("document.querySelectorAll('mjx-container').length > 0", timeout=15000)
                 results[doc] = {
