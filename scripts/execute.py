@@ -48,7 +48,7 @@ def execute(md: Path) -> tuple[str, float]:
     for i, cell in enumerate(nb.cells):  # the .md stores no cell ids: make them stable, not random
         cell.id = f"cell-{i:03d}"
     NotebookClient(
-        nb, timeout=600, kernel_name="python3", record_timing=False,
+        nb, timeout=600, kernel_name="python3", record_timing=False, extra_arguments=["--log-level=CRITICAL"],
         resources={"metadata": {"path": str(md.parent)}},
     ).execute()
     for cell in nb.cells:
