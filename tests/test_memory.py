@@ -112,3 +112,25 @@ def test_score_grid_state_and_hybrid():
 def test_bad_inputs_name_the_bad_value(call, words):
     with pytest.raises(ValueError, match=words):
         call()
+
+
+def test_a_static_cache_gives_the_same_logits_and_holds_the_predicted_bytes():
+    from transformer_arithmetic.reference_model import StaticCache
+
+    shape = ta.ModelShape(layers=2, heads=4, kv_heads=2, head_dim=8, ffn_width=32, vocab=40, bytes_per_number=4)
+    torch.manual_seed(2)
+    model = Decoder(shape).eval()
+    row = torch.tensor([[3, 1, 4, 1, 5, 9, 2]])
+    with torch.no_grad():
+        full, _ = model(row)
+        static = StaticCache(shape, max_tokens=16)
+        first, _ = model(row[:, :4], static)
+        steps = [model(row[:, i:i + 1], static)[0] for i in range(4, row.shape[1])]
+    torch.testing.assert_close(first, full[:, :4], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(torch.cat(steps, dim=1), full[:, 4:], rtol=1e-5, atol=1e-5)
+    assert static.length == row.shape[1]
+    held = sum(k.numel() * k.element_size() for k in static.keys + static.values)
+    assert held == memory.kv_cache_bytes(shape, static.max_tokens)
+    with pytest.raises(ValueError, match="the static cache holds 16 tokens; 17 needed"):
+        static.length = 16
+        model(row[:, :1], static)

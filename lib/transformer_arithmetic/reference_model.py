@@ -13,10 +13,29 @@ from torch.nn import functional as F
 
 from .shapes import ModelShape
 
-__all__ = ["Decoder", "KVCache", "cache_bytes"]
+__all__ = ["Decoder", "KVCache", "StaticCache", "cache_bytes"]
 
 KVCache = list[tuple[torch.Tensor, torch.Tensor]]
 """One (keys, values) pair per layer, each of shape (batch, kv_heads, tokens, head_dim)."""
+
+
+class StaticCache:
+    """A key-value cache written into buffers allocated once, the way serving software keeps it.
+
+    ``length`` counts the tokens already stored; each forward pass writes the new keys and
+    values after them instead of copying the whole cache into a longer tensor."""
+
+    def __init__(self, m: ModelShape, max_tokens: int, batch: int = 1, dtype: torch.dtype = torch.float32) -> None:
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+        shape = (batch, m.kv_heads, max_tokens, m.head_dim)
+        self.keys = [torch.zeros(shape, dtype=dtype) for _ in range(m.layers)]
+        self.values = [torch.zeros(shape, dtype=dtype) for _ in range(m.layers)]
+        self.length = 0
+
+    @property
+    def max_tokens(self) -> int:
+        return self.keys[0].shape[2]
 
 
 def _norm(m: ModelShape) -> nn.Module:
@@ -40,7 +59,13 @@ class Attention(nn.Module):
         q = self.q(x).view(b, t, m.heads, m.head_dim).transpose(1, 2)
         k = self.k(x).view(b, t, m.kv_heads, m.head_dim).transpose(1, 2)
         v = self.v(x).view(b, t, m.kv_heads, m.head_dim).transpose(1, 2)
-        if past is not None:
+        if isinstance(past, tuple) and len(past) == 3:  # (key buffer, value buffer, tokens stored)
+            keys, values, start = past
+            if start + t > keys.shape[2]:
+                raise ValueError(f"the static cache holds {keys.shape[2]} tokens; {start + t} needed")
+            keys[:, :, start:start + t], values[:, :, start:start + t] = k, v
+            k, v = keys[:, :, :start + t], values[:, :, :start + t]
+        elif past is not None:
             k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
         # With a cache, the t new queries sit at the end of the row and may read everything
         # before them; without one, the usual causal mask applies.
@@ -96,9 +121,17 @@ class Decoder(nn.Module):
         if m.tied_embeddings:
             self.head.weight = self.embed.weight
 
-    def forward(self, tokens: torch.Tensor, cache: KVCache | None = None) -> tuple[torch.Tensor, KVCache]:
-        """Logits for every position of ``tokens``, and the cache extended by them."""
+    def forward(self, tokens: torch.Tensor, cache: KVCache | StaticCache | None = None):
+        """Logits for every position of ``tokens``, and the cache extended by them.
+
+        A list cache grows by joining tensors (simple, but it copies the whole cache each
+        step); a ``StaticCache`` is written in place and returned as it is."""
         x = self.embed(tokens)
+        if isinstance(cache, StaticCache):
+            for i, block in enumerate(self.blocks):
+                x, _ = block(x, (cache.keys[i], cache.values[i], cache.length))
+            cache.length += tokens.shape[1]
+            return self.head(self.norm(x)), cache
         new_cache: KVCache = []
         for i, block in enumerate(self.blocks):
             x, kv = block(x, None if cache is None else cache[i])
