@@ -40,7 +40,7 @@ execute: $(STAMP)
 ## lab: JupyterLab with jupytext, so a paired .md opens as a notebook with its outputs
 lab: $(STAMP)
 	$(VENV)/bin/jupytext-config set-default-viewer >/dev/null 2>&1 || true
-	$(VENV)/bin/jupyter lab book/chapters
+	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) book/chapters
 
 clean:
 	rm -rf book/_build .cache book/_mathjax
