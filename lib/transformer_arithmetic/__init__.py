@@ -14,6 +14,10 @@ Modules, each named after a concept:
 - ``simulated``    the fixed, documented table of the simulated example
 - ``figures``      the book's one figure style, and how a figure reaches a page
 - ``prose``        gluing computed numbers into the text
+- ``reference_model``  a plain PyTorch decoder built to a shape: the independent reference
+- ``hf_config``    a Hugging Face style config.json read into a ``ModelShape``
+- ``report``       the key numbers for one model on one accelerator
+                   (``python -m transformer_arithmetic report CONFIG.json``)
 """
 from .shapes import EXAMPLE_ACCELERATOR, EXAMPLE_MODEL, GIB, KIB, MIB, Accelerator, ModelShape
 
