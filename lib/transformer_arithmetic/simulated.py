@@ -8,9 +8,9 @@ twelve-word vocabulary; softmax turns those scores into chances. There is
 also a 6 x 6 table of attention scores (how much each position wants to look
 at each other position) before any mask is applied.
 
-No model was trained to produce these numbers. They are SIMULATED: the book's
-first author drew them from a random generator, and those draws were lost. We
-rebuilt a table that gives back every figure the text quotes (chance of the
+No model was trained to produce these numbers. They are SIMULATED. The
+example was first drawn from a random generator whose draws are not available,
+so this table was built to give back every figure the text quotes (chance of the
 right word, losses, temperatures, top-p cuts, a two-step greedy tree,
 attention weights). The module therefore has two halves:
 
@@ -33,6 +33,10 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
+
+from .sampling import entropy as _entropy
+from .sampling import softmax as _softmax
+from .sampling import top_p_keep
 
 __all__ = [
     "VOCAB",
@@ -145,22 +149,9 @@ _Figure = tuple[float, float, int]
 _FAIL = 1e3  # miss reported for a yes/no condition that does not hold
 
 
-def _softmax(z: np.ndarray, temperature: float = 1.0) -> np.ndarray:
-    """Chances from raw outputs divided by a temperature."""
-    z = np.asarray(z, dtype=np.float64) / temperature
-    e = np.exp(z - z.max())
-    return e / e.sum()
-
-
-def _entropy(p: np.ndarray) -> float:
-    """Spread of a set of chances, in nats."""
-    return float(-(p * np.log(p)).sum())
-
-
 def _top_p_count(p: np.ndarray, cut: float = 0.9) -> int:
-    """How many of the most likely words are needed before their running total reaches ``cut``."""
-    running = np.cumsum(np.sort(p)[::-1])
-    return int(np.searchsorted(running, cut)) + 1
+    """How many of the most likely words top-p keeps at ``cut``."""
+    return len(top_p_keep(p, cut))
 
 
 def _misses(figures: Sequence[_Figure]) -> np.ndarray:
