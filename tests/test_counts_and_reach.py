@@ -127,3 +127,10 @@ def test_figures_render_identically_and_need_alt_text():
 def test_prose_values_are_plain_python():
     assert type(prose.plain(np.float64(0.5))) is float and type(prose.plain(np.int64(3))) is int
     assert prose.plain("text") == "text" and prose.plain(True) is True
+
+
+def test_size_text_picks_a_readable_unit():
+    assert [prose.size_text(b) for b in (512, 1536, 48 * 2**20, 0.75 * 2**30, 12 * 2**30)] == [
+        "512 bytes", "1.5 KiB", "48 MiB", "768 MiB", "12 GiB"]
+    with pytest.raises(ValueError, match="nbytes must not be negative, got -1"):
+        prose.size_text(-1)

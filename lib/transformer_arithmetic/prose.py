@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numbers
 
-__all__ = ["plain", "glue_numbers"]
+__all__ = ["plain", "glue_numbers", "size_text"]
 
 
 def plain(value):
@@ -23,3 +23,13 @@ def glue_numbers(**values) -> None:
 
     for key, value in values.items():
         glue(key, plain(value), display=False)
+
+
+def size_text(nbytes: float) -> str:
+    """A byte count in the largest binary unit that keeps it at 1 or more: '48 MiB', '0.5 KiB', '12 GiB'."""
+    if nbytes < 0:
+        raise ValueError(f"nbytes must not be negative, got {nbytes!r}")
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:,.4g} {unit}"
+    return f"{nbytes:,.4g} bytes"
