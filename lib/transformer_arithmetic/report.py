@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from . import memory, timing, work
-from .shapes import EXAMPLE_ACCELERATOR, GIB, KIB, MIB, Accelerator, ModelShape
+from .prose import size_text
+from .shapes import EXAMPLE_ACCELERATOR, GIB, KIB, Accelerator, ModelShape
 
 __all__ = [
     "LENGTHS", "BATCHES", "BATCH_CONTEXT", "report", "format_report", "parse_accelerator",
@@ -97,10 +98,7 @@ def report(
 
 
 def _bytes(n: float) -> str:
-    for unit, size in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
-        if n >= size:
-            return f"{n / size:,.2f} {unit}"
-    return f"{n:,.0f} B"
+    return size_text(n, ",.2f", "B") if n >= KIB else f"{n:,.0f} B"
 
 
 def _seconds(s: float) -> str:

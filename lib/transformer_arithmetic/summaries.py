@@ -20,12 +20,16 @@ def surviving_weight(rate: float, steps: int) -> float:
     return fraction("rate", rate) ** count("steps", steps)
 
 
+def _check_rates(rates: np.ndarray) -> None:
+    for r in np.unique(rates):
+        fraction("rate", r)
+
+
 def run_summary(inputs: Sequence[float], rates: Sequence[float] | float) -> np.ndarray:
     """The summary after each step, h_t = rate_t * h_(t-1) + input_t, starting from 0."""
     x = np.asarray(inputs, dtype=float)
     a = np.broadcast_to(np.asarray(rates, dtype=float), x.shape)
-    for r in np.unique(a):
-        fraction("rate", r)
+    _check_rates(a)
     h = np.zeros_like(x)
     state = 0.0
     for t in range(len(x)):
@@ -58,8 +62,7 @@ def parallel_scan(inputs: Sequence[float], rates: Sequence[float] | float) -> tu
     one 2**r places back, all at once, so n steps take ceil(log2 n) rounds instead of n."""
     b = np.asarray(inputs, dtype=float).copy()
     a = np.broadcast_to(np.asarray(rates, dtype=float), b.shape).copy()
-    for r in np.unique(a):
-        fraction("rate", r)
+    _check_rates(a)
     rounds, gap = 0, 1
     while gap < len(b):
         a_back, b_back = a[:-gap].copy(), b[:-gap].copy()  # every position reads before any writes

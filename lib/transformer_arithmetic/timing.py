@@ -48,9 +48,7 @@ def throughput(m: ModelShape, acc: Accelerator, context: int, batch: int = 1) ->
 
 def prefill_time(m: ModelShape, acc: Accelerator, tokens: int) -> float:
     """Seconds to read a prompt of ``tokens`` in one pass (arithmetic or reading, the slower)."""
-    flops = prefill_flops(m, tokens) / acc.flops_per_s
-    reads = (weight_bytes(m) + kv_cache_bytes(m, tokens)) / acc.bytes_per_s
-    return max(flops, reads)
+    return max(prefill_limits(m, acc, tokens))
 
 
 def answer_time(m: ModelShape, acc: Accelerator, prompt: int, answer: int) -> float:
