@@ -7,7 +7,7 @@ MATHJAX := book/_mathjax/mathjax/tex-mml-chtml.js
 JB    := $(VENV)/bin/jupyter-book
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book test execute lab setup clean
+.PHONY: book test check execute lab setup clean
 
 setup: $(STAMP) $(MATHJAX)
 
@@ -32,6 +32,10 @@ book: setup
 ## test: library tests, every notebook under nbval, pairs in sync, a clean warnings-as-errors build
 test: setup
 	$(PY) -m pytest -n 2 --dist loadfile --nbval book/chapters tests
+
+## check: the library's tests alone, for the author's inner loop (seconds)
+check: setup
+	$(PY) -m pytest -q -n 2 tests/test_shapes.py tests/test_memory.py tests/test_time.py tests/test_counts_and_reach.py tests/test_summaries_and_open.py tests/test_sampling_and_speed.py tests/test_references.py
 
 ## execute: re-run every notebook from its .md and store the outputs in its .ipynb
 execute: $(STAMP)

@@ -14,7 +14,7 @@ import math
 import numbers
 from collections.abc import Sequence
 
-__all__ = ["plain", "record", "compare", "Comparison", "size_text", "listing", "SIGNIFICANT_DIGITS"]
+__all__ = ["plain", "record", "compare", "Comparison", "size_text", "listing", "plural", "SIGNIFICANT_DIGITS"]
 
 SIGNIFICANT_DIGITS = 12
 """Glued floats keep this many significant digits: far more than any page shows, and few
@@ -128,3 +128,8 @@ def listing(items: Sequence[str], last: str = "and") -> str:
     if not items:
         raise ValueError("listing() needs at least one item")
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {last} " + items[-1]
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """A count with its noun: '1 head', '12 heads', '1,024 tokens' (``many`` for irregular plurals)."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
