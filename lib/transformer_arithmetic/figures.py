@@ -280,7 +280,7 @@ class BookFigure:
 def show(fig, key: str, alt: str) -> None:
     """Check the layout of ``fig``, render it, close it, and glue it under ``key`` (shown in the
     notebook, placed on the page by ``{glue:figure}``; tag the cell ``remove-output``)."""
-    from myst_nb import glue
+    from .prose import glue
 
     check_layout(fig)
     figure = BookFigure(png_bytes(fig), alt)

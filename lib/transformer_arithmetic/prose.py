@@ -14,12 +14,33 @@ import math
 import numbers
 from collections.abc import Sequence
 
-__all__ = ["plain", "record", "compare", "Comparison", "size_text", "listing", "plural", "SIGNIFICANT_DIGITS"]
+__all__ = ["plain", "record", "compare", "Comparison", "size_text", "listing", "plural", "glue",
+           "SIGNIFICANT_DIGITS"]
 
 SIGNIFICANT_DIGITS = 12
 """Glued floats keep this many significant digits: far more than any page shows, and few
 enough that rounding differences between processors (in the last of about 16) never reach
 the stored text."""
+
+
+GLUE_PREFIX = "application/papermill.record/"
+"""The mime-type prefix under which myst-nb finds a glued value in a notebook's outputs."""
+
+
+def glue(name: str, value, display: bool = False) -> None:
+    """Store ``value`` in the notebook's outputs under ``name`` for ``{glue:...}`` on the page.
+
+    This is myst-nb's documented glue format (a display output whose metadata carries
+    ``scrapbook: {name, mime_prefix}``), written with IPython alone: importing myst_nb's own
+    ``glue`` pulls in nbformat and jsonschema, which cost seconds in every kernel. With
+    ``display=True`` the value is also shown in the notebook (figures use this)."""
+    from IPython.core.formatters import format_display_data
+    from IPython.display import display as show_output
+
+    bundle, metadata = format_display_data(value)
+    prefix = "" if display else GLUE_PREFIX
+    metadata["scrapbook"] = {"name": name, "mime_prefix": prefix}
+    show_output({prefix + mime: data for mime, data in bundle.items()}, raw=True, metadata=metadata)
 
 
 def plain(value):
@@ -48,14 +69,17 @@ class Comparison(str):
     first: float
     second: float
 
-    def __new__(cls, word: str, first: float, second: float) -> "Comparison":
+    def __new__(cls, word: str, first: float, second: float, more: str, less: str,
+                same: str | None) -> "Comparison":
         obj = super().__new__(cls, word)
         obj.first, obj.second = plain(first), plain(second)
+        obj.more, obj.less, obj.same = more, less, same
         return obj
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         """Shown (and glued) as the word; the two numbers ride in the output's metadata."""
-        return {"text/plain": repr(str(self))}, {"comparison": {"first": self.first, "second": self.second}}
+        return {"text/plain": repr(str(self))}, {"comparison": {
+            "first": self.first, "second": self.second, "more": self.more, "less": self.less, "same": self.same}}
 
 
 def compare(first: float, second: float, more: str = "more", less: str = "less",
@@ -63,13 +87,10 @@ def compare(first: float, second: float, more: str = "more", less: str = "less",
     """The word that says how ``first`` stands to ``second``: ``more`` if larger, ``less`` if
     smaller, ``same`` if equal (an equal pair is an error when no ``same`` word is given)."""
     a, b = plain(first), plain(second)
-    if a > b:
-        return Comparison(more, a, b)
-    if a < b:
-        return Comparison(less, a, b)
-    if same is None:
+    if a == b and same is None:
         raise ValueError(f"compare({a!r}, {b!r}): the two values are equal and no word for 'same' was given")
-    return Comparison(same, a, b)
+    word = more if a > b else less if a < b else same
+    return Comparison(word, a, b, more, less, same)
 
 
 def _shown(value) -> str:
@@ -89,8 +110,6 @@ def _shown(value) -> str:
 def record(**values) -> None:
     """Glue each keyword's value under its name (for ``{glue:text}`name:format``` in the prose)
     and print every value, one per line, in a fixed format."""
-    from myst_nb import glue
-
     if not values:
         raise ValueError("record() needs at least one name=value")
     width = max(len(k) for k in values)
@@ -104,8 +123,6 @@ def record(**values) -> None:
 
 def glue_numbers(**values) -> None:  # TRANSITION: removed once every notebook uses record()
     """Glue without printing (the old way; use ``record``)."""
-    from myst_nb import glue
-
     for key, value in values.items():
         glue(key, value if isinstance(value, Comparison) else plain(value), display=False)
 
