@@ -8,18 +8,32 @@
 2. nbval normally ignores PNG outputs and output metadata. The book's figures are
    deterministic and carry their alt text in the metadata, so both are compared too: a
    stored picture or alt text that no longer matches its code fails the run.
+3. Scheduling for ``pytest -n 2 --dist loadgroup``: each test file is one group (a notebook's
+   cells must share one kernel; a module's fixtures are built once), except the example-swap
+   test, whose variants are separate groups so they spread over the workers. The slowest groups
+   are handed out first, so no core idles at the end.
 """
-import importlib.util
 import os
+import sys
 from pathlib import Path
 
-_spec = importlib.util.spec_from_file_location("book_execute", Path(__file__).parent / "scripts" / "execute.py")
-book_execute = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(book_execute)
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "scripts"))
+import execute as book_execute  # noqa: E402
 
 os.environ.update(book_execute.NARROWED_ENV)
 
 COMPARED_TOO = {"image/png", "metadata"}
+SLOW_FIRST = ["test_example_swap", "test_site", "test_pdf", "test_families", "test_lab", "answers"]
+"""Groups whose names contain these run first, in this order; the rest keep their order."""
+
+
+def _group(item) -> str:
+    path = str(Path(item.fspath).relative_to(Path(__file__).parent))
+    if "test_example_swap" in path and hasattr(item, "callspec"):
+        return f"{path}::{item.callspec.params.get('variant')}"
+    return path
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -27,3 +41,11 @@ def pytest_collection_modifyitems(session, config, items):
         nb_file = item.parent
         if type(nb_file).__name__ == "IPyNbFile" and COMPARED_TOO & set(nb_file.skip_compare):
             nb_file.skip_compare = tuple(k for k in nb_file.skip_compare if k not in COMPARED_TOO)
+        item.add_marker(pytest.mark.xdist_group(_group(item)))
+
+    def rank(item):
+        group = _group(item)
+        slow = [i for i, s in enumerate(SLOW_FIRST) if s in group]
+        return slow[0] if slow else len(SLOW_FIRST)
+
+    items.sort(key=rank)   # stable: each group keeps its own order

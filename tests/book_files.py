@@ -30,8 +30,9 @@ def plain_pages() -> list[Path]:
 
 
 def is_notebook_text(path: Path) -> bool:
-    """True if a .md file is the text of a paired notebook (it names a kernel)."""
-    return path.read_text().startswith("---") and "kernelspec:" in path.read_text().split("---")[1]
+    """True if a .md file is the text of a paired notebook: its front matter names a kernel."""
+    parts = path.read_text().split("---", 2)
+    return len(parts) == 3 and parts[0] == "" and "kernelspec:" in parts[1]
 
 
 @lru_cache(maxsize=None)
@@ -53,8 +54,9 @@ def glued(nb: dict) -> dict[str, object]:
     return out
 
 
-def glued_comparisons(nb: dict) -> dict[str, tuple[str, float, float]]:
-    """Every comparison word a notebook glues (prose.compare), with the two numbers it compared."""
+def glued_comparisons(nb: dict) -> dict[str, tuple[str, float, float, dict]]:
+    """Every comparison word a notebook glues (prose.compare), with the two numbers it compared
+    and the words it chose from."""
     out = {}
     for cell in nb["cells"]:
         for o in cell.get("outputs", []):
@@ -62,5 +64,6 @@ def glued_comparisons(nb: dict) -> dict[str, tuple[str, float, float]]:
             if "scrapbook" in meta and "comparison" in meta:
                 text = o["data"]["application/papermill.record/text/plain"]
                 word = ast.literal_eval("".join(text) if isinstance(text, list) else text)
-                out[meta["scrapbook"]["name"]] = (word, meta["comparison"]["first"], meta["comparison"]["second"])
+                c = meta["comparison"]
+                out[meta["scrapbook"]["name"]] = (word, c["first"], c["second"], c)
     return out
