@@ -7,7 +7,7 @@ MATHJAX := book/_mathjax/mathjax/tex-mml-chtml.js
 JB    := $(VENV)/bin/jupyter-book
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book test check execute lab setup browser clean
+.PHONY: book test check execute measure bench lab setup browser clean
 
 setup: $(STAMP) $(MATHJAX)
 
@@ -52,6 +52,14 @@ check: setup
 ## execute: re-run every notebook from its .md and store the outputs in its .ipynb
 execute: $(STAMP)
 	$(PY) scripts/execute.py
+
+## measure: re-run the appendix page that times this computer (alone, on a quiet machine)
+measure: $(STAMP)
+	$(PY) scripts/execute.py --measured
+
+## bench: the loops' speed on this machine, as multiples of its floor (takes a few minutes)
+bench: setup browser
+	$(PY) scripts/bench.py
 
 ## lab: JupyterLab with jupytext, so a paired .md opens as a notebook with its outputs
 lab: $(STAMP)
