@@ -134,3 +134,28 @@ def test_a_static_cache_gives_the_same_logits_and_holds_the_predicted_bytes():
     with pytest.raises(ValueError, match="the static cache holds 16 tokens; 17 needed"):
         static.length = 16
         model(row[:, :1], static)
+
+
+@pytest.mark.parametrize("heads", [1, 2, 3, 7, 8, 12, 16, 24, 40, 64])
+def test_kv_head_choices_divide_the_heads_and_pick_the_group_nearest_four(heads):
+    shape = ta.ModelShape(layers=1, heads=heads, head_dim=4, ffn_width=8, vocab=8)
+    choices = memory.kv_head_choices(shape)
+    assert choices[0] == heads and choices[-1] == 1 and len(set(choices)) == len(choices)
+    # brute force: the proper divisors, found by trying every group size
+    groups = [g for g in range(2, heads) if heads % g == 0]
+    assert len(choices) == (1 if heads == 1 else 3 if groups else 2)
+    if groups:
+        middle_group = heads // choices[1]
+        assert all(abs(middle_group - 4) <= abs(g - 4) for g in groups)
+    for kv in choices:  # each count builds a real attention layer that shares its heads
+        torch.manual_seed(0)
+        layer = Decoder(ta.ModelShape(**{**shape.__dict__, "kv_heads": kv})).blocks[0].attn
+        out, (k, v) = layer(torch.randn(1, 3, shape.width))
+        assert out.shape == (1, 3, shape.width) and k.shape == (1, kv, 3, shape.head_dim)
+
+
+def test_kv_head_choices_for_the_stated_example_and_a_bad_group():
+    assert memory.kv_head_choices(M) == (16, 4, 1)
+    assert memory.kv_head_choices(ta.ModelShape(layers=1, heads=12, head_dim=8, ffn_width=8, vocab=8)) == (12, 3, 1)
+    with pytest.raises(ValueError, match="group must be at least 1, got 0"):
+        memory.kv_head_choices(M, group=0)

@@ -8,7 +8,7 @@ __all__ = [
     "attention_params", "ffn_params", "layer_params", "parameter_count", "weight_bytes",
     "training_memory", "kv_bytes_per_token", "kv_cache_bytes", "serving_bytes",
     "longest_conversation", "conversations_that_fit", "score_grid_bytes",
-    "summary_state_bytes", "hybrid_cache_bytes",
+    "summary_state_bytes", "hybrid_cache_bytes", "kv_head_choices",
 ]
 
 
@@ -125,3 +125,14 @@ def hybrid_cache_bytes(m: ModelShape, tokens: int, attention_layers: int, state_
     per_layer_cache = kv_cache_bytes(m, tokens) // m.layers
     per_layer_state = summary_state_bytes(m, state_size) // m.layers
     return attention_layers * per_layer_cache + (m.layers - attention_layers) * per_layer_state
+
+
+def kv_head_choices(m: ModelShape, group: int = 4) -> tuple[int, ...]:
+    """Key-value head counts worth comparing for ``m``, largest first: ``m.heads`` (each query
+    head its own), the divisor of ``m.heads`` strictly between whose group of query heads comes
+    closest to ``group`` (the smaller group on a tie), and 1 (one for all). Every count divides
+    ``m.heads``; a count that repeats, or a middle that does not exist, is left out."""
+    count("group", group, minimum=1)
+    middle = [d for d in range(2, m.heads) if m.heads % d == 0]
+    chosen = [min(middle, key=lambda d: (abs(m.heads // d - group), -d))] if middle else []
+    return tuple(dict.fromkeys([m.heads, *chosen, 1]))
