@@ -44,12 +44,19 @@ NARROWED_ENV: dict[str, str] = {
 stored output depends on the processor's vector instructions or on thread timing."""
 
 
+def is_notebook_text(md: Path) -> bool:
+    """True if a .md file is the text of a paired notebook: its front matter names a kernel."""
+    text = md.read_text()
+    return text.startswith("---") and "kernelspec:" in text.split("---")[1]
+
+
 def notebooks(args: list[str]) -> list[Path]:
     """The paired .md notebooks to run: those named, or every numbered one under book/chapters
-    except the measured page."""
+    except the measured page, and every page opening (index.md) that is a notebook."""
     if args:
         return [Path(a).resolve().with_suffix(".md") for a in args]
-    return [p for p in sorted(CHAPTERS.glob("*/[0-9]*.md")) if p != MEASURED]
+    openings = [p for p in sorted(CHAPTERS.glob("*/index.md")) if is_notebook_text(p)]
+    return openings + [p for p in sorted(CHAPTERS.glob("*/[0-9]*.md")) if p != MEASURED]
 
 
 def merge_streams(outputs: list) -> list:
