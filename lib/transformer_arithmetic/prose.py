@@ -15,7 +15,7 @@ import numbers
 from collections.abc import Sequence
 
 __all__ = ["plain", "record", "compare", "Comparison", "size_text", "listing", "plural", "glue",
-           "SIGNIFICANT_DIGITS", "size_unit"]
+           "SIGNIFICANT_DIGITS", "size_unit", "opening_table"]
 
 SIGNIFICANT_DIGITS = 12
 """Glued floats keep this many significant digits: far more than any page shows, and few
@@ -162,3 +162,27 @@ def size_unit(nbytes: float) -> tuple[str, int]:
         if nbytes >= scale:
             return unit, scale
     return "bytes", 1
+
+
+def opening_table(m, acc) -> dict[str, int | float | str]:
+    """The values a page opening's table glues for a ``ModelShape`` and an ``Accelerator``: the
+    model's sizes, its layout as the counts the formula sheets use (feed-forward matrices,
+    embedding tables, numbers per channel of a normalisation) with a word for each, the
+    accelerator's rates in TFLOP/s and TB/s (a million million operations or bytes a second)
+    and its memory as a size."""
+    for name, value, field in (("m", m, "head_dim"), ("acc", acc, "flops_per_s")):
+        if not hasattr(value, field):
+            kind = "a ModelShape" if name == "m" else "an Accelerator"
+            raise ValueError(f"{name} must be {kind}, got {type(value).__name__}")
+    return {
+        "layers": m.layers, "heads": m.heads, "kv_heads": m.kv_heads, "head_dim": m.head_dim,
+        "width": m.width, "ffn_width": m.ffn_width, "vocab": m.vocab,
+        "bytes_per_number": m.bytes_per_number,
+        "ffn_matrices": 3 if m.gated_ffn else 2, "ffn_kind": "gated" if m.gated_ffn else "plain",
+        "embed_tables": 1 if m.tied_embeddings else 2,
+        "embed_kind": "shared with the output layer" if m.tied_embeddings else "one in, one out",
+        "norm_numbers": 2 if m.norm_bias else 1,
+        "norm_kind": "LayerNorm: a scale and a bias" if m.norm_bias else "RMSNorm: a scale",
+        "tflops": acc.flops_per_s / 1e12, "tbps": acc.bytes_per_s / 1e12,
+        "acc_memory": size_text(acc.memory_bytes),
+    }

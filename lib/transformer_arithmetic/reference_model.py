@@ -13,7 +13,7 @@ from torch.nn import functional as F
 
 from .shapes import ModelShape
 
-__all__ = ["Decoder", "KVCache", "StaticCache", "cache_bytes"]
+__all__ = ["Decoder", "KVCache", "StaticCache", "StaticSlot", "cache_bytes"]
 
 KVCache = list[tuple[torch.Tensor, torch.Tensor]]
 """One (keys, values) pair per layer, each of shape (batch, kv_heads, tokens, head_dim)."""
@@ -37,6 +37,25 @@ class StaticCache:
     def max_tokens(self) -> int:
         return self.keys[0].shape[2]
 
+    def layer(self, i: int) -> "StaticSlot":
+        """Layer ``i``'s buffers, to be written after the ``length`` tokens already stored."""
+        return StaticSlot(self.keys[i], self.values[i], self.length)
+
+
+class StaticSlot:
+    """One layer's share of a ``StaticCache``: its key and value buffers and where to write next."""
+
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor, start: int) -> None:
+        self.keys, self.values, self.start = keys, values, start
+
+    def extend(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Write ``k`` and ``v`` in place after the stored tokens; return every stored key and value."""
+        end = self.start + k.shape[2]
+        if end > self.keys.shape[2]:
+            raise ValueError(f"the static cache holds {self.keys.shape[2]} tokens; {end} needed")
+        self.keys[:, :, self.start:end], self.values[:, :, self.start:end] = k, v
+        return self.keys[:, :, :end], self.values[:, :, :end]
+
 
 def _norm(m: ModelShape) -> nn.Module:
     return nn.LayerNorm(m.width) if m.norm_bias else nn.RMSNorm(m.width)
@@ -53,18 +72,18 @@ class Attention(nn.Module):
         self.v = nn.Linear(m.width, m.kv_heads * m.head_dim, bias=False)
         self.out = nn.Linear(m.heads * m.head_dim, m.width, bias=False)
 
-    def forward(self, x: torch.Tensor, past: tuple[torch.Tensor, torch.Tensor] | None = None):
+    def forward(self, x: torch.Tensor,
+                past: tuple[torch.Tensor, torch.Tensor] | StaticSlot | None = None):
+        """The attended output for ``x``, and the keys and values attention read: the layer's
+        past (joined onto a copy for a (keys, values) pair, written in place for a
+        ``StaticSlot``) followed by those of ``x``."""
         b, t, _ = x.shape
         m = self.m
         q = self.q(x).view(b, t, m.heads, m.head_dim).transpose(1, 2)
         k = self.k(x).view(b, t, m.kv_heads, m.head_dim).transpose(1, 2)
         v = self.v(x).view(b, t, m.kv_heads, m.head_dim).transpose(1, 2)
-        if isinstance(past, tuple) and len(past) == 3:  # (key buffer, value buffer, tokens stored)
-            keys, values, start = past
-            if start + t > keys.shape[2]:
-                raise ValueError(f"the static cache holds {keys.shape[2]} tokens; {start + t} needed")
-            keys[:, :, start:start + t], values[:, :, start:start + t] = k, v
-            k, v = keys[:, :, :start + t], values[:, :, :start + t]
+        if isinstance(past, StaticSlot):
+            k, v = past.extend(k, v)
         elif past is not None:
             k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
         # With a cache, the t new queries sit at the end of the row and may read everything
@@ -129,7 +148,7 @@ class Decoder(nn.Module):
         x = self.embed(tokens)
         if isinstance(cache, StaticCache):
             for i, block in enumerate(self.blocks):
-                x, _ = block(x, (cache.keys[i], cache.values[i], cache.length))
+                x, _ = block(x, cache.layer(i))
             cache.length += tokens.shape[1]
             return self.head(self.norm(x)), cache
         new_cache: KVCache = []

@@ -1,0 +1,79 @@
+"""Answers of why-won section 8 (using it in Python), computed another way: a brute-force
+count over a PyTorch mask, real decoders' weights and cache, and a search over lengths
+with the work read off a real module's matrices."""
+import dataclasses
+
+import pytest
+import torch
+
+import transformer_arithmetic as ta
+from checking import check, given
+from transformer_arithmetic.reference_model import Decoder, cache_bytes
+
+NOTEBOOK = "why_won/08_in_python"
+DTYPES = {2: torch.bfloat16, 4: torch.float32, 8: torch.float64}
+
+
+def window_pairs_by_rows(context: int, window: int) -> int:
+    """Pairs a window keeps, row by row of a boolean PyTorch grid (in slices, to spare memory)."""
+    cols = torch.arange(context)
+    total = 0
+    for start in range(0, context, 1024):
+        rows = torch.arange(start, min(start + 1024, context))[:, None]
+        total += int(((cols <= rows) & (rows - cols < window)).sum())
+    return total
+
+
+def real_weight_bytes(m: ta.ModelShape) -> int:
+    with torch.device("meta"):
+        decoder = Decoder(m)
+    return sum(p.numel() for p in {id(p): p for p in decoder.parameters()}.values()) * m.bytes_per_number
+
+
+def real_cache_bytes_per_token(m: ta.ModelShape) -> int:
+    """One real layer of ``m``'s attention writes two tokens; every layer holds the same."""
+    layer = dataclasses.replace(m, layers=1, ffn_width=8, vocab=8)
+    row, cache = Decoder(layer).to(DTYPES[m.bytes_per_number]).generate(torch.tensor([[1]]), new_tokens=1)
+    return cache_bytes(cache) // row.shape[1] * m.layers
+
+
+def real_fit(kv_heads: int, tokens: int) -> int:
+    m = dataclasses.replace(ta.EXAMPLE_MODEL, kv_heads=kv_heads)
+    free = ta.EXAMPLE_ACCELERATOR.memory_bytes - real_weight_bytes(m)
+    return free // (real_cache_bytes_per_token(m) * tokens)
+
+
+def first_length_where_pairs_win(m: ta.ModelShape) -> int:
+    """Search the lengths: one layer's weight work from its real matrices against 4 operations
+    per channel for every allowed pair."""
+    with torch.device("meta"):
+        block = Decoder(dataclasses.replace(m, layers=1)).blocks[0]
+    per_token = sum(2 * mod.in_features * mod.out_features for mod in block.modules()
+                    if isinstance(mod, torch.nn.Linear))
+    t = 1
+    while 4 * m.heads * m.head_dim * t * (t + 1) // 2 <= per_token * t:
+        t += 1
+    return t
+
+
+CHECKS = {
+    "ans_why_py_pairs": lambda g: window_pairs_by_rows(g["ex_why_py_context"], g["ex_why_py_window"]),
+    "ans_why_py_share": lambda g: window_pairs_by_rows(g["ex_why_py_context"], g["ex_why_py_window"])
+    / sum(range(1, g["ex_why_py_context"] + 1)),
+    "ans_why_py_fit_full": lambda g: real_fit(ta.EXAMPLE_MODEL.heads, g["ex_why_py_tokens"]),
+    "ans_why_py_fit_shared": lambda g: real_fit(g["shared"], g["ex_why_py_tokens"]),
+    "ans_why_py_fit_one": lambda g: real_fit(1, g["ex_why_py_tokens"]),
+    "ans_why_py_wide_crossing": lambda g: first_length_where_pairs_win(
+        dataclasses.replace(ta.EXAMPLE_MODEL, heads=g["ex_why_py_wide_heads"], width=None)),
+}
+
+
+def test_shared_count_divides_the_heads():
+    values = given(NOTEBOOK)
+    assert all(ta.EXAMPLE_MODEL.heads % kv == 0 for kv in values["choices"])
+    assert values["shared"] in values["choices"]
+
+
+@pytest.mark.parametrize("key", CHECKS)
+def test_answer(key):
+    check(NOTEBOOK, key, CHECKS[key])
