@@ -43,7 +43,7 @@ CHECKS = {
         logits=torch.tensor(simulated.LOGITS[0], dtype=torch.float64) / g["ex_sample_temp"]).entropy()),
     "ans_sample_cold_kept": lambda g: int((torch_top_p(torch.softmax(
         torch.tensor(simulated.LOGITS[0], dtype=torch.float64) / g["ex_sample_temp"], -1), g["cut"]) > 0).sum()),
-    "ans_sample_beam_pairs": lambda g: in_words([w for w, _ in torch_beam(g["ex_sample_width"])]),
+    "ans_sample_beam_pairs": lambda g: in_words([f'"{w}"' for w, _ in torch_beam(g["ex_sample_width"])]),
     "ans_sample_beam_last": lambda g: torch_beam(g["ex_sample_width"])[-1][1],
     "ans_sample_mean_cold": lambda g: float((torch.softmax(ROW4, -1)
                                              * torch.softmax(ROW4 / g["ex_sample_mean_temp"], -1)).sum()),
