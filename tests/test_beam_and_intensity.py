@@ -232,3 +232,33 @@ def test_arithmetic_bound_prompt_against_trying_every_length(acc, m):
 def test_intensity_bad_inputs(call, words):
     with pytest.raises(ValueError, match=words):
         call()
+
+
+# ---------------------------------------------------------------- top-k and the cache's intensity
+
+
+def test_top_k_keep_matches_torch_topk():
+    rng = np.random.default_rng(SEED + 3)
+    for _ in range(40):
+        p = sampling.softmax(rng.normal(0, 2, int(rng.integers(3, 30))))
+        for k in (1, 2, len(p) // 2, len(p)):
+            ours = sampling.top_k_keep(p, k)
+            theirs = torch.topk(torch.tensor(p), k).indices.numpy()
+            assert list(ours) == list(theirs)
+    with pytest.raises(ValueError, match="k must be at least 1, got 0"):
+        sampling.top_k_keep([0.5, 0.5], 0)
+    with pytest.raises(ValueError, match="k=3 is more than the 2 words"):
+        sampling.top_k_keep([0.5, 0.5], 3)
+
+
+@pytest.mark.parametrize("m", SHAPES, ids=["example", "grouped", "tiny-mqa"])
+def test_cache_intensity_against_a_real_cache(m):
+    probe = dataclasses.replace(m, ffn_width=8, vocab=8)
+    real = Decoder(probe).to(torch.bfloat16 if m.bytes_per_number == 2 else torch.float32).eval()
+    row, cache = real.generate(torch.tensor([[1]]), new_tokens=1)
+    per_token = cache_bytes(cache) // row.shape[1]
+    pair_work = 4 * m.layers * m.heads * m.head_dim     # a new query meets one cached key and value
+    assert math.isclose(timing.cache_intensity(m), pair_work / per_token, rel_tol=1e-12)
+    # the limit of a decode step's intensity, as the batch grows, is set by the cache
+    many = timing.decode_intensity(m, 512, 10**9)
+    assert math.isclose(many, ta.work.decode_flops(m, 512) / ta.memory.kv_cache_bytes(m, 512), rel_tol=1e-6)

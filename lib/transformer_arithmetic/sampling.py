@@ -10,7 +10,7 @@ from ._checks import count, fraction, positive
 
 __all__ = [
     "softmax", "entropy", "top_p_keep", "top_p_filter", "two_step_paths", "mean_chance_drawn",
-    "beam_search",
+    "beam_search", "top_k_keep",
 ]
 
 
@@ -102,3 +102,13 @@ def beam_search(
         rounds.append(candidates)
         kept = candidates[:width]
     return rounds
+
+
+def top_k_keep(probs: Sequence[float] | np.ndarray, k: int) -> np.ndarray:
+    """Indices of the words top-k keeps, most likely first: the ``k`` most likely, whatever
+    their chances."""
+    probs = np.asarray(probs, dtype=float)
+    count("k", k, minimum=1)
+    if k > probs.size:
+        raise ValueError(f"k={k} is more than the {probs.size} words there are")
+    return np.argsort(-probs, kind="stable")[:k]

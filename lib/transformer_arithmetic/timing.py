@@ -90,7 +90,7 @@ def prefill_limits(m: ModelShape, acc: Accelerator, tokens: int) -> tuple[float,
 
 __all__ += [
     "ridge_intensity", "decode_intensity", "prefill_intensity", "attainable_flops",
-    "arithmetic_bound_batch", "arithmetic_bound_prompt",
+    "arithmetic_bound_batch", "arithmetic_bound_prompt", "cache_intensity",
 ]
 
 
@@ -148,3 +148,10 @@ def arithmetic_bound_prompt(m: ModelShape, acc: Accelerator) -> int:
         mid = (low + high) // 2
         low, high = (low, mid) if bound(mid) else (mid, high)
     return high
+
+
+def cache_intensity(m: ModelShape) -> float:
+    """Operations per byte of cache read in a decode step (the pair work a cached key and value
+    feed), the same at every context and batch."""
+    from .work import decode_pair_flops   # imported here to leave the module's imports as they are
+    return decode_pair_flops(m, 1) / kv_cache_bytes(m, 1)
