@@ -8,7 +8,7 @@ Modules, each named after a concept:
 - ``timing``       time on an accelerator: decode steps, throughput, prefill, answers
 - ``masks``        causal, windowed and window-plus-global masks, and their pair counts
 - ``blockwise``    attention worked through tile by tile with a running maximum and sum
-- ``sampling``     softmax with temperature, entropy, top-p, two-step paths
+- ``sampling``     softmax with temperature, entropy, top-p and top-k, two-step paths, beam search
 - ``objective``    next-token prediction: shifted rows, losses, signals, passes
 - ``summaries``    running summaries (fixed and content-chosen rates)
 - ``convolution``  how far stacked plain and dilated filters see

@@ -370,6 +370,27 @@ def head_groups(ax, heads: int, kv_heads: int, *, concept: str, fontsize: float 
     ax.set_xticks([])
     ax.set_yticks([0.5, 2.5], ["key-value heads", "query heads"])
 
+
+def mark_below(ax, x: float, y: float, text: str, *, colour: str | None = None,
+               fontsize: float = 9.0) -> None:
+    """A dot at (x, y) with ``text`` below it and to its right, or to its left / above it
+    where the label would leave the axes: for points on a rising curve, where ``mark`` would
+    set the label on the curve itself (call it after the axis limits are set)."""
+    ax.plot([x], [y], "o", color=colour or PALETTE["ink"], ms=4.5, zorder=5)
+    label = ax.annotate(text, (x, y), textcoords="offset points", xytext=(7, -6), ha="left",
+                        va="top", fontsize=fontsize, color=colour or PALETTE["ink"],
+                        bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
+    renderer = ax.figure.canvas.get_renderer()
+    box, extent = ax.get_window_extent(renderer), label.get_window_extent(renderer)
+    left, above = extent.x1 > box.x1, extent.y0 < box.y0
+    label.set_position((-7 if left else 7, 6 if above else -6))
+    label.set_horizontalalignment("right" if left else "left")
+    label.set_verticalalignment("bottom" if above else "top")
+
+
+__all__ += ["mark_below"]
+
+
 # TRANSITION: the old role names, until every notebook uses PALETTE.
 COLORS = {"main": "#1f5a99", "contrast": "#d1603d", "third": "#3f8f5f", "muted": "#9aa5b1",
           "highlight": "#f2b134", "ink": "#1d2733"}

@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ._checks import fraction, positive
+from ._checks import count, fraction, positive
 
-__all__ = ["softmax", "entropy", "top_p_keep", "top_p_filter", "two_step_paths"]
+__all__ = [
+    "softmax", "entropy", "top_p_keep", "top_p_filter", "two_step_paths", "mean_chance_drawn",
+    "beam_search", "top_k_keep",
+]
 
 
 def softmax(logits: Sequence[float] | np.ndarray, temperature: float = 1.0, axis: int = -1) -> np.ndarray:
@@ -62,3 +65,50 @@ def two_step_paths(
         for b, pb in enumerate(np.asarray(nxt, dtype=float))
     ]
     return sorted(paths, key=lambda path: -path[2])
+
+
+def mean_chance_drawn(probs: Sequence[float] | np.ndarray, drawn: Sequence[float] | np.ndarray) -> float:
+    """Average chance, under the model's ``probs``, of the word a rule draws with chances
+    ``drawn`` (a number between 0 and the largest of ``probs``; greedy decoding attains
+    the largest)."""
+    p, q = np.asarray(probs, dtype=float), np.asarray(drawn, dtype=float)
+    if p.shape != q.shape:
+        raise ValueError(f"probs and drawn must have the same shape, got {p.shape} and {q.shape}")
+    for name, v in (("probs", p), ("drawn", q)):
+        if np.any(v < 0) or not math.isclose(float(v.sum()), 1.0, rel_tol=1e-9):
+            raise ValueError(f"{name} must be non-negative and sum to 1, got a sum of {v.sum()!r}")
+    return float(p @ q)
+
+
+def beam_search(
+    next_chances: Callable[[tuple[int, ...]], Sequence[float] | np.ndarray], steps: int, width: int
+) -> list[list[tuple[tuple[int, ...], float]]]:
+    """Every candidate beam search weighs, round by round: in round r each sequence kept in
+    round r - 1 is extended by every token, and the candidates are listed with their chances
+    (the product of their tokens' chances), best first. The first ``width`` of a round are
+    kept; the answer is the first candidate of the last round. ``next_chances(prefix)``
+    gives the chances of every token after ``prefix``. Width 1 is greedy decoding."""
+    count("steps", steps, minimum=1)
+    count("width", width, minimum=1)
+    kept: list[tuple[tuple[int, ...], float]] = [((), 1.0)]
+    rounds = []
+    for _ in range(steps):
+        candidates = [
+            (prefix + (token,), chance * float(p))
+            for prefix, chance in kept
+            for token, p in enumerate(np.asarray(next_chances(prefix), dtype=float))
+        ]
+        candidates.sort(key=lambda c: -c[1])   # stable: ties keep the order of their prefixes
+        rounds.append(candidates)
+        kept = candidates[:width]
+    return rounds
+
+
+def top_k_keep(probs: Sequence[float] | np.ndarray, k: int) -> np.ndarray:
+    """Indices of the words top-k keeps, most likely first: the ``k`` most likely, whatever
+    their chances."""
+    probs = np.asarray(probs, dtype=float)
+    count("k", k, minimum=1)
+    if k > probs.size:
+        raise ValueError(f"k={k} is more than the {probs.size} words there are")
+    return np.argsort(-probs, kind="stable")[:k]
