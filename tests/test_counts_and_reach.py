@@ -105,7 +105,6 @@ def test_surviving_weight_matches_a_running_summary():
     assert summaries.surviving_weight(0.98, steps) == pytest.approx(walked, rel=1e-12)
     assert round(summaries.surviving_weight(0.98, 100), 3) == 0.133
     assert f"{summaries.surviving_weight(0.98, 511):.3g}" == "3.28e-05"
-    assert summaries.neighbour_gap(0.999) == pytest.approx(0.001) and summaries.neighbour_gap(0.9) == pytest.approx(0.1)
     with pytest.raises(ValueError, match=r"rate must lie in \(0, 1\], got 1.5"):
         summaries.surviving_weight(1.5, 3)
 

@@ -12,6 +12,7 @@ Modules, each named after a concept:
 - ``objective``    next-token prediction: shifted rows, losses, signals, passes
 - ``summaries``    running summaries (fixed and content-chosen rates)
 - ``convolution``  how far stacked plain and dilated filters see
+- ``designs``      ways to mix positions side by side: reach, exact recall, memory, time
 - ``simulated``    the fixed, documented table of the simulated example
 - ``figures``      the book's one figure style, and how a figure reaches a page
 - ``prose``        gluing computed numbers into the text

@@ -13,8 +13,10 @@ import numpy as np
 
 from ._checks import count, fraction
 
-__all__ = ["surviving_weight", "run_summary", "token_weight", "neighbour_gap", "parallel_scan",
-           "rate_to_keep", "steps_until"]
+__all__ = [
+    "surviving_weight", "run_summary", "token_weight", "parallel_scan", "selective_step",
+    "weight_matrix", "scan_pairs", "scan_rounds", "scan_combines", "rate_to_keep", "steps_until",
+]
 
 
 def surviving_weight(rate: float, steps: int) -> float:
@@ -51,11 +53,6 @@ def token_weight(rates: Sequence[float] | float, delivered: int, steps: int) -> 
     return run_summary(impulse, rates)
 
 
-def neighbour_gap(rate: float) -> float:
-    """How much the weights of two neighbouring tokens differ at the front of the summary (1 - rate)."""
-    return 1.0 - fraction("rate", rate)
-
-
 def parallel_scan(inputs: Sequence[float], rates: Sequence[float] | float) -> tuple[np.ndarray, int]:
     """The same summaries as ``run_summary``, by a parallel scan: (summary after each step, rounds).
 
@@ -88,3 +85,61 @@ def steps_until(rate: float, share: float) -> int:
     while steps > 0 and r ** (steps - 1) < p:  # ... or one over
         steps -= 1
     return steps
+
+
+def selective_step(step: float) -> tuple[float, float]:
+    """(rate kept, share written) for a content-chosen step size ``step`` >= 0, as a selective
+    state-space layer discretises it (decay exp(-step), write 1 - exp(-step)): a large step
+    forgets the summary and writes the token in full, a small one keeps the summary and
+    ignores the token."""
+    try:
+        s = float(step)
+    except (TypeError, ValueError):
+        raise ValueError(f"step must be a number, got {step!r}") from None
+    if not (s >= 0 and np.isfinite(s)):
+        raise ValueError(f"step must be a finite number >= 0, got {step!r}")
+    kept = float(np.exp(-s))
+    return kept, 1.0 - kept
+
+
+def weight_matrix(rates: Sequence[float], writes: Sequence[float] | float = 1.0) -> np.ndarray:
+    """Weight of token s (column) in the summary after step t (row): writes[s] times
+    rates[s+1] * ... * rates[t] for s <= t, and 0 for s > t. Rates may be 0 (forget all)."""
+    a = np.asarray(rates, dtype=float)
+    if a.ndim != 1 or a.size == 0:
+        raise ValueError(f"rates must be a non-empty sequence, got {rates!r}")
+    b = np.broadcast_to(np.asarray(writes, dtype=float), a.shape)
+    for r in np.unique(a):
+        fraction("rate", r, low_open=False)
+    for w in np.unique(b):
+        fraction("writes", w, low_open=False)
+    n = a.size
+    out = np.zeros((n, n))
+    out[0, 0] = b[0]
+    for t in range(1, n):   # row t: row t-1 kept at rate a_t, and the new token written at b_t
+        out[t, :t] = out[t - 1, :t] * a[t]
+        out[t, t] = b[t]
+    return out
+
+
+def scan_pairs(n: int) -> list[list[tuple[int, int]]]:
+    """For each round of the parallel scan of ``n`` steps, the (earlier, later) positions that
+    combine: in round r every position i >= 2**r takes in position i - 2**r."""
+    n = count("n", n, minimum=1)
+    rounds, gap = [], 1
+    while gap < n:
+        rounds.append([(i - gap, i) for i in range(gap, n)])
+        gap *= 2
+    return rounds
+
+
+def scan_rounds(n: int) -> int:
+    """Rounds the parallel scan needs for ``n`` steps: ceil(log2 n), 0 for a single step."""
+    return (count("n", n, minimum=1) - 1).bit_length()
+
+
+def scan_combines(n: int) -> int:
+    """Combining operations the parallel scan does over all its rounds for ``n`` steps (the walk
+    does n - 1)."""
+    n = count("n", n, minimum=1)
+    return sum(n - 2**r for r in range(scan_rounds(n)))

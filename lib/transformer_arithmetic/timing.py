@@ -7,15 +7,16 @@ the point is which of the two limits binds.
 """
 from __future__ import annotations
 
-from ._checks import count
-from .memory import kv_cache_bytes, weight_bytes
+from ._checks import count, fraction, positive
+from .memory import kv_cache_bytes, parameter_count, weight_bytes
 from .shapes import Accelerator, ModelShape
 from .work import decode_flops, prefill_flops
 
 __all__ = [
     "decode_bytes", "arithmetic_time", "reading_time", "decode_step_time", "throughput",
     "prefill_time", "answer_time", "cache_reading_time", "machine_time_per_token",
-    "prefill_limits",
+    "prefill_limits", "answer_limits", "speculative_tokens_per_step", "verify_step_time",
+    "speculative_time_per_token", "step_time_at_bits",
 ]
 
 
@@ -148,3 +149,49 @@ def cache_intensity(m: ModelShape) -> float:
     feed), the same at every context and batch."""
     from .work import decode_pair_flops   # imported here to leave the module's imports as they are
     return decode_pair_flops(m, 1) / kv_cache_bytes(m, 1)
+
+
+def answer_limits(m: ModelShape, acc: Accelerator, prompt: int, answer: int) -> tuple[float, float]:
+    """Seconds that writing ``answer`` tokens after a ``prompt``-token prompt needs for its
+    arithmetic and for its reading, each summed over the steps, in that order;
+    ``answer_time`` sums the larger of the two at each step."""
+    count("prompt", prompt)
+    steps = range(count("answer", answer))
+    return (sum(arithmetic_time(m, acc, prompt + k) for k in steps),
+            sum(reading_time(m, acc, prompt + k) for k in steps))
+
+
+def speculative_tokens_per_step(drafted: int, acceptance: float) -> float:
+    """Tokens one step of the large model yields on average when a draft proposes ``drafted``
+    tokens, each accepted with chance ``acceptance``: (1 - a**(k+1)) / (1 - a)."""
+    k = count("drafted", drafted)
+    a = fraction("acceptance", acceptance, low_open=False)
+    return float(k + 1) if a == 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
+
+
+def verify_step_time(m: ModelShape, acc: Accelerator, context: int, positions: int) -> float:
+    """Seconds for one step of one conversation that pushes ``positions`` new positions through
+    the model at once (a draft's tokens checked together): the weights and the cache are read
+    once, the arithmetic is done for every position."""
+    p = count("positions", positions, minimum=1)
+    arithmetic = p * decode_flops(m, context) / acc.flops_per_s
+    return max(arithmetic, decode_bytes(m, context) / acc.bytes_per_s)
+
+
+def speculative_time_per_token(m: ModelShape, draft: ModelShape, acc: Accelerator, context: int,
+                               drafted: int, acceptance: float) -> float:
+    """Seconds one conversation waits per token under speculative decoding: ``drafted`` steps of
+    the ``draft`` model plus one checking step of ``m``, shared by the tokens that step yields."""
+    k = count("drafted", drafted)
+    one_round = k * decode_step_time(draft, acc, context) + verify_step_time(m, acc, context, k + 1)
+    return one_round / speculative_tokens_per_step(k, acceptance)
+
+
+def step_time_at_bits(m: ModelShape, acc: Accelerator, context: int, weight_bits: float,
+                      batch: int = 1) -> float:
+    """Seconds for one decode step when every weight is stored in ``weight_bits`` bits (the cache
+    and the arithmetic as before)."""
+    bits = positive("weight_bits", weight_bits)
+    weights = parameter_count(m) * bits / 8
+    reading = (weights + count("batch", batch, minimum=1) * kv_cache_bytes(m, context)) / acc.bytes_per_s
+    return max(arithmetic_time(m, acc, context, batch), reading)

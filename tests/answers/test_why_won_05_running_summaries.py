@@ -1,0 +1,58 @@
+"""Answers of why-won section 5 (running summaries), computed by other routes: real tensors,
+a real decoder's cache, a closed form for the scan, and the walk run in PyTorch."""
+import dataclasses
+import math
+
+import pytest
+import torch
+
+import transformer_arithmetic as ta
+from checking import check
+from transformer_arithmetic.reference_model import Decoder, cache_bytes
+
+NOTEBOOK = "why_won/05_running_summaries"
+M = ta.EXAMPLE_MODEL
+DTYPE = torch.bfloat16 if M.bytes_per_number == 2 else torch.float32
+
+
+def state_bytes(g) -> int:
+    """Bytes of a real tensor holding the state of every layer: layers x channels x numbers."""
+    state = torch.zeros(M.layers, M.width, g["ex_state_size"], dtype=DTYPE)
+    return state.numel() * state.element_size()
+
+
+def real_cache_per_token() -> int:
+    probe = dataclasses.replace(M, ffn_width=8, vocab=8)
+    decoder = Decoder(probe).to(DTYPE).eval()
+    row, cache = decoder.generate(torch.tensor([[1]]), new_tokens=1)
+    return cache_bytes(cache) // row.shape[1]
+
+
+def scan_combines_closed_form(n: int) -> int:
+    """Round r combines n - 2**r positions; summed over R rounds that is n*R - (2**R - 1)."""
+    rounds = math.ceil(math.log2(n))
+    return n * rounds - (2**rounds - 1)
+
+
+def held_weight_by_walking(g) -> float:
+    """Write the word with the reset step, then walk the held tokens one by one in torch."""
+    h = torch.tensor(0.0, dtype=torch.float64)
+    steps = [g["reset_step"]] + [g["ex_hold_step"]] * g["ex_hold_tokens"]
+    for i, step in enumerate(steps):
+        keep = torch.exp(torch.tensor(-step, dtype=torch.float64))
+        h = keep * h + (1 - keep) * (1.0 if i == 0 else 0.0)
+    return float(h)
+
+
+CHECKS = {
+    "ans_state_bytes": state_bytes,
+    "ans_state_cross": lambda g: state_bytes(g) / real_cache_per_token(),
+    "ans_scan_rounds": lambda g: math.ceil(math.log2(g["ex_scan_tokens"])),
+    "ans_scan_combines": lambda g: scan_combines_closed_form(g["ex_scan_tokens"]),
+    "ans_hold_weight": held_weight_by_walking,
+}
+
+
+@pytest.mark.parametrize("key", CHECKS)
+def test_answer(key):
+    check(NOTEBOOK, key, CHECKS[key])

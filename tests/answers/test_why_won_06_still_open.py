@@ -1,0 +1,76 @@
+"""Answers of why-won section 6 (what is still open), computed by other routes: acceptance
+patterns enumerated, bytes and operations read off real PyTorch modules."""
+import dataclasses
+import itertools
+import math
+
+import pytest
+import torch
+
+import transformer_arithmetic as ta
+from checking import check
+from transformer_arithmetic.reference_model import Decoder, cache_bytes
+
+NOTEBOOK = "why_won/06_still_open"
+M, A = ta.EXAMPLE_MODEL, ta.EXAMPLE_ACCELERATOR
+DTYPE = torch.bfloat16 if M.bytes_per_number == 2 else torch.float32
+
+
+def parameters(shape) -> int:
+    with torch.device("meta"):
+        decoder = Decoder(shape)
+    return sum(p.numel() for p in {id(p): p for p in decoder.parameters()}.values())
+
+
+def cache_per_token(shape) -> int:
+    probe = dataclasses.replace(shape, ffn_width=8, vocab=8)
+    decoder = Decoder(probe).to(DTYPE).eval()
+    row, cache = decoder.generate(torch.tensor([[1]]), new_tokens=1)
+    return cache_bytes(cache) // row.shape[1]
+
+
+def step_seconds(shape, chip, context, positions=1, weight_bytes=None) -> float:
+    """One step that pushes `positions` positions after `context` tokens: operations counted as a
+    multiply-add per parameter and 4 per (head channel, earlier token) in every layer."""
+    ops = positions * (2 * parameters(shape) + 4 * shape.layers * shape.heads * shape.head_dim * context)
+    weights = parameters(shape) * shape.bytes_per_number if weight_bytes is None else weight_bytes
+    return max(ops / chip.flops_per_s, (weights + context * cache_per_token(shape)) / chip.bytes_per_s)
+
+
+def tokens_by_enumeration(k: int, alpha: float) -> float:
+    total = 0.0
+    for pattern in itertools.product([True, False], repeat=k):
+        p = math.prod(alpha if ok else 1 - alpha for ok in pattern)
+        total += p * (next((i for i, ok in enumerate(pattern) if not ok), k) + 1)
+    return total
+
+
+def speculative_ms(g) -> float:
+    k, alpha, context = g["ex_spec_drafted"], g["ex_spec_acceptance"], g["prompt"]
+    draft = dataclasses.replace(M, layers=g["draft_layers"])
+    one_round = k * step_seconds(draft, A, context) + step_seconds(M, A, context, positions=k + 1)
+    return one_round / tokens_by_enumeration(k, alpha) * 1e3
+
+
+def four_bit_ms(g) -> float:
+    chip = dataclasses.replace(A, bytes_per_s=g["ex_bits_tb_per_s"] * 1e12)
+    return step_seconds(M, chip, g["ex_bits_context"], weight_bytes=parameters(M) * 4 / 8) * 1e3
+
+
+def fit(g) -> int:
+    grouped = dataclasses.replace(M, kv_heads=M.heads // g["group"])
+    free = g["ex_fit_gib"] * 2**30 - parameters(grouped) * grouped.bytes_per_number
+    return free // (cache_per_token(grouped) * g["long"])
+
+
+CHECKS = {
+    "ans_spec_tokens": lambda g: tokens_by_enumeration(g["ex_spec_drafted"], g["ex_spec_acceptance"]),
+    "ans_spec_ms": speculative_ms,
+    "ans_bits_ms": four_bit_ms,
+    "ans_fit": fit,
+}
+
+
+@pytest.mark.parametrize("key", CHECKS)
+def test_answer(key):
+    check(NOTEBOOK, key, CHECKS[key])

@@ -1,0 +1,84 @@
+"""Answers of why-won section 7 (why the transformer won), computed from real PyTorch modules:
+a real decoder's cache and parameters, and a real tensor for a running summary's state."""
+import dataclasses
+
+import pytest
+import torch
+
+import transformer_arithmetic as ta
+from checking import check
+from transformer_arithmetic.reference_model import Decoder, cache_bytes
+
+NOTEBOOK = "why_won/07_what_won"
+M, A = ta.EXAMPLE_MODEL, ta.EXAMPLE_ACCELERATOR
+PLAIN = dataclasses.replace(M, kv_heads=M.heads)       # one key-value head per query head
+DTYPE = torch.bfloat16 if M.bytes_per_number == 2 else torch.float32
+
+
+def parameters(shape) -> int:
+    with torch.device("meta"):
+        decoder = Decoder(shape)
+    return sum(p.numel() for p in {id(p): p for p in decoder.parameters()}.values())
+
+
+def cache_per_token(shape) -> int:
+    probe = dataclasses.replace(shape, ffn_width=8, vocab=8)
+    decoder = Decoder(probe).to(DTYPE).eval()
+    row, cache = decoder.generate(torch.tensor([[1]]), new_tokens=1)
+    return cache_bytes(cache) // row.shape[1]
+
+
+def state_bytes_per_layer(state_size: int) -> int:
+    state = torch.zeros(M.width, state_size, dtype=DTYPE)
+    return state.numel() * state.element_size()
+
+
+def seconds(ops: int, read: float, chip) -> float:
+    return max(ops / chip.flops_per_s, read / chip.bytes_per_s)
+
+
+def pair_ops(layers: int, earlier: int) -> int:
+    """A new query meets `earlier` keys and values in each head channel of each layer: 4 operations."""
+    return 4 * layers * M.heads * M.head_dim * earlier
+
+
+def window(g):
+    held = min(g["mem_ctx"], g["ex_won_window"]) * cache_per_token(PLAIN)
+    n = min(g["long_ctx"], g["ex_won_window"])
+    read = parameters(PLAIN) * M.bytes_per_number + n * cache_per_token(PLAIN)
+    return held, seconds(2 * parameters(PLAIN) + pair_ops(M.layers, n), read, A) * 1e3
+
+
+def hybrid(g, tokens):
+    k, per_layer = g["ex_won_keep"], cache_per_token(PLAIN) // M.layers
+    return k * tokens * per_layer + (M.layers - k) * state_bytes_per_layer(g["state_size"])
+
+
+def hybrid_ms(g):
+    k, n = g["ex_won_keep"], g["long_ctx"]
+    ops = 2 * parameters(PLAIN) + pair_ops(k, n) + (M.layers - k) * 4 * M.width * g["state_size"]
+    return seconds(ops, parameters(PLAIN) * M.bytes_per_number + hybrid(g, n), A) * 1e3
+
+
+def quick(g):
+    return dataclasses.replace(A, bytes_per_s=g["ex_won_tb_per_s"] * 1e12)
+
+
+CHECKS = {
+    "ans_won_window_bytes": lambda g: window(g)[0],
+    "ans_won_window_ms": lambda g: window(g)[1],
+    "ans_won_hybrid_bytes": lambda g: hybrid(g, g["mem_ctx"]),
+    "ans_won_hybrid_ms": hybrid_ms,
+    "ans_won_full_ms": lambda g: seconds(2 * parameters(PLAIN) + pair_ops(M.layers, g["long_ctx"]),
+                                         parameters(PLAIN) * M.bytes_per_number
+                                         + g["long_ctx"] * cache_per_token(PLAIN), quick(g)) * 1e3,
+    "ans_won_summary_ms": lambda g: seconds(2 * parameters(M) + M.layers * 4 * M.width * g["state_size"],
+                                            parameters(M) * M.bytes_per_number
+                                            + M.layers * state_bytes_per_layer(g["state_size"]),
+                                            quick(g)) * 1e3,
+}
+
+
+@pytest.mark.parametrize("key", CHECKS)
+def test_answer(key):
+    check(NOTEBOOK, key, CHECKS[key])
