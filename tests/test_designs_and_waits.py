@@ -214,8 +214,8 @@ def test_token_work_and_time():
 def test_grouped_kv_heads():
     assert designs.grouped_kv_heads(M) == 4
     assert designs.grouped_kv_heads(dataclasses.replace(M, kv_heads=2)) == 2        # already shared
-    assert designs.grouped_kv_heads(dataclasses.replace(M, heads=12, kv_heads=None)) == 3
-    assert designs.grouped_kv_heads(dataclasses.replace(M, heads=14, kv_heads=None)) == 2
+    assert designs.grouped_kv_heads(dataclasses.replace(M, heads=12, kv_heads=None)) == 4  # as section 4
+    assert designs.grouped_kv_heads(dataclasses.replace(M, heads=7, kv_heads=None)) == 1   # no middle
     assert designs.grouped_kv_heads(dataclasses.replace(M, heads=2, kv_heads=None)) == 1
 
 

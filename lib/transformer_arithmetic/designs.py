@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 from ._checks import count
 from .memory import hybrid_cache_bytes, kv_cache_bytes, parameter_count, summary_state_bytes, weight_bytes
-from .shapes import Accelerator, ModelShape
+from .shapes import Accelerator, ModelShape, kv_head_choices
 from .summaries import scan_rounds
 from .work import decode_pair_flops, summary_flops_per_token
 
@@ -153,10 +153,9 @@ def token_time(d: Design, m: ModelShape, acc: Accelerator, context: int) -> floa
     return max(token_flops(d, m, context) / acc.flops_per_s, reading)
 
 
-def grouped_kv_heads(m: ModelShape, group: int = 4) -> int:
-    """Key-value heads of a grouped-query version of ``m``: its own if it already shares them,
-    else the most that divide the query heads into groups of at least ``group``."""
-    g = count("group", group, minimum=1)
-    if m.kv_heads < m.heads:
-        return m.kv_heads
-    return max(k for k in range(1, max(1, m.heads // g) + 1) if m.heads % k == 0)
+def grouped_kv_heads(m: ModelShape) -> int:
+    """Key-value heads of the grouped-query version of ``m`` the book compares everywhere: the
+    middle of ``shapes.kv_head_choices`` (its own count if it already shares them), or the
+    fewest there are when no middle exists."""
+    choices = kv_head_choices(m)
+    return choices[1] if len(choices) > 1 else choices[0]
