@@ -225,8 +225,9 @@ def head_dim_fixed(r: Reader, width: int, heads: int) -> int:
 
 def _width_over_heads(r: Reader, width: int, heads: int, note: bool) -> int:
     if width % heads:
-        raise ValueError(f"config field hidden_size={width:,} is not a multiple of "
-                         f"num_attention_heads={heads}, so the heads have no whole width")
+        missing = "config field head_dim is missing and " if note else "config field "
+        raise ValueError(f"{missing}hidden_size={width:,} is not a multiple of num_attention_heads={heads}, "
+                         "so the heads have no whole width")
     if note:
         r.notes.append(f"head_dim not given: using hidden_size / num_attention_heads = {width // heads}")
     return width // heads
@@ -238,9 +239,10 @@ Windows = Callable[[Reader, int], list[int | None]]
 
 
 def _window_size(r: Reader, default: int | None) -> int | None:
+    """``sliding_window``: null in the file means no window; left out, the family's default."""
     name, value = r.raw(("sliding_window",))
     if value is _MISSING:
-        return None if default is None else r.default(name, default)
+        return None if default is None or name in r.cfg else r.default(name, default)
     return _whole(name, value)
 
 
@@ -271,7 +273,7 @@ def windows_qwen2(r: Reader, layers: int) -> list[int | None]:
     window = _window_size(r, 4096) if use else None
     r.read.update({"sliding_window", "max_window_layers"})
     first = r.whole("max_window_layers", default=28, minimum=0) if use else 0
-    return _windows_from_types(r, layers, window, lambda i: use and i >= first)
+    return _windows_from_types(r, layers, window, lambda i: window is not None and i >= first)
 
 
 def windows_qwen2_moe(r: Reader, layers: int) -> list[int | None]:
@@ -281,7 +283,7 @@ def windows_qwen2_moe(r: Reader, layers: int) -> list[int | None]:
     window = _window_size(r, 4096) if use else None
     r.read.update({"sliding_window", "max_window_layers"})
     below = r.whole("max_window_layers", default=28, minimum=0) if use else 0
-    return _windows_from_types(r, layers, window, lambda i: use and (i + 1) % 2 == 1 and i < below)
+    return _windows_from_types(r, layers, window, lambda i: window is not None and (i + 1) % 2 == 1 and i < below)
 
 
 def windows_qwen3_moe(r: Reader, layers: int) -> list[int | None]:
@@ -591,10 +593,11 @@ class Family:
         heads = r.whole(*self.names["heads"])
         windows = self.windows(r, layers) if self.windows else [None] * layers
         if self.latent:
-            q_rank = r.raw(("q_lora_rank",))[1]
+            # q_lora_rank: null means queries straight from the model's width; left out, 1,536
+            q_rank = None if r.cfg.get("q_lora_rank", 0) is None else r.whole("q_lora_rank", default=1536)
             part = LatentAttention(
                 width=width, heads=heads, kv_rank=r.whole("kv_lora_rank", default=512),
-                q_rank=None if q_rank is _MISSING else _whole("q_lora_rank", q_rank),
+                q_rank=q_rank,
                 nope_dim=r.whole("qk_nope_head_dim", default=128), rope_dim=r.whole("qk_rope_head_dim", default=64),
                 v_dim=r.whole("v_head_dim", default=128), bias=r.flag("attention_bias", False))
             r.read.update({"num_key_value_heads", "head_dim"})  # transformers does not use them for latent attention

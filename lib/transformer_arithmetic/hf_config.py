@@ -261,7 +261,7 @@ def read_config(path: str | Path) -> tuple[ModelShape, list[str]]:
         cfg = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
         raise ValueError(f"{path.name} is not UTF-8 text") from None
-    except json.JSONDecodeError as err:
+    except ValueError as err:  # malformed JSON, or a number too long to read
         raise ValueError(f"{path.name} is not valid JSON: {err}") from None
     except RecursionError:
         raise ValueError(f"{path.name} is nested too deeply to be a config.json") from None
