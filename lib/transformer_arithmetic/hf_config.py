@@ -151,6 +151,8 @@ def _refuse_unread(cfg: dict, r: Reader, family: Family, used: dict[str, int], k
         if key in r.read:
             continue
         value = cfg[key]
+        if key == "gated_ffn" and known and value is not None and value != used[key]:
+            raise ValueError(f"config field gated_ffn={_short(value)} contradicts the {family.title} layout")
         if _neutral(value) or used.get(key) == value:
             continue
         if not known:
@@ -160,8 +162,6 @@ def _refuse_unread(cfg: dict, r: Reader, family: Family, used: dict[str, int], k
                              f"{cfg.get('model_type')!r}, which is not a family this calculator knows, and "
                              "it could change the count")
         if key in STRUCTURE_FIELDS:
-            if key == "gated_ffn":
-                raise ValueError(f"config field gated_ffn={_short(value)} contradicts the {family.title} layout")
             hint = f" (they read {_OTHER_NAMES[key]})" if key in _OTHER_NAMES else ""
             raise ValueError(f"config field {key}={_short(value)} is not read by {family.title} models in "
                              f"transformers{hint}, so the count cannot follow it")

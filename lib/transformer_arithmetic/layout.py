@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 __all__ = [
     "FLOAT32_BYTES", "Attention", "LatentAttention", "Mamba", "Mamba2", "FeedForward", "Experts",
@@ -415,17 +416,17 @@ class Layout:
         return (embeddings + projections + self.positions * self.width + self.embedding_norm
                 + self.final_norm + _bias(self.head_bias, self.vocab))
 
-    @property
+    @cached_property
     def parameters(self) -> int:
         """Every trainable number, tied matrices counted once."""
         return self._outside_blocks() + sum(b.parameters for b in self.blocks)
 
-    @property
+    @cached_property
     def active_parameters(self) -> int:
         """Numbers one token's step uses: all but the experts the router does not pick."""
         return self._outside_blocks() + sum(b.active_parameters for b in self.blocks)
 
-    @property
+    @cached_property
     def float32_parameters(self) -> int:
         """Numbers held in float32 whatever the model's type (DeepSeek's routers)."""
         return sum(b.ffn.router_parameters for b in self.blocks
@@ -445,7 +446,7 @@ class Layout:
         numbers = self._outside_blocks() + sum(b.read_parameters(tokens) for b in self.blocks)
         return round((numbers - f32) * bytes_per_number + f32 * FLOAT32_BYTES)
 
-    @property
+    @cached_property
     def has_experts(self) -> bool:
         """True if any layer is a mixture of experts."""
         return any(isinstance(b.ffn, Experts) for b in self.blocks)
@@ -481,7 +482,7 @@ class Layout:
         """Bytes each token adds once every window is full (only the unwindowed layers grow)."""
         return sum(b.mixer.cache_numbers for b in self.blocks if b.kept is None) * bytes_per_number
 
-    @property
+    @cached_property
     def longest_window(self) -> int:
         """Tokens after which every windowed layer's cache stops growing (0 without windows)."""
         return max((b.kept for b in self.blocks if b.kept is not None), default=0)
@@ -507,7 +508,7 @@ class Layout:
         """Operations every attention layer spends on the allowed pairs of a ``tokens``-long prompt."""
         return sum(b.mixer.pair_flops * _pairs(tokens, b.mixer.window) for b in self.blocks)
 
-    @property
+    @cached_property
     def state_flops(self) -> int:
         """Operations the running summaries spend on one more token."""
         return sum(getattr(b.mixer, "state_flops", 0) for b in self.blocks)

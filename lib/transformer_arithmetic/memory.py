@@ -119,9 +119,11 @@ def longest_conversation(m: ModelShape, acc: Accelerator) -> int:
 def conversations_that_fit(m: ModelShape, acc: Accelerator, tokens: int) -> int:
     """Conversations of ``tokens`` each whose caches fit beside one copy of the weights."""
     count("tokens", tokens, minimum=1)
-    if m.layout is not None:
-        longest_conversation(m, acc)  # the weights must fit
-        return (acc.memory_bytes - weight_bytes(m)) // kv_cache_bytes(m, tokens)
+    if m.layout is not None:  # windows and running summaries make the cache a curve, not a line
+        free = acc.memory_bytes - weight_bytes(m)
+        if free < 0:
+            raise ValueError(f"the weights ({weight_bytes(m)} bytes) do not fit in {acc.memory_bytes} bytes")
+        return free // kv_cache_bytes(m, tokens)
     return longest_conversation(m, acc) // tokens
 
 
