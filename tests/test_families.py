@@ -1,9 +1,11 @@
 """Published configs of dense families, counted by the calculator and by the models ``transformers``
 builds from the same files on the meta device (no weights): parameters, weight bytes, and which
 layers the cache keeps whole or windowed. Experts and running summaries: test_families_sparse.py."""
+import json
+
 import pytest
 
-from hf_reference import build, cache_layer_kinds, parameter_count, published, quiet, weight_bytes
+from hf_reference import CONFIGS, build, cache_layer_kinds, parameter_count, published, quiet, weight_bytes
 from transformer_arithmetic import memory
 from transformer_arithmetic.hf_config import example_configs, read_config, shape_from_config
 
@@ -35,10 +37,19 @@ def test_published_config_matches_transformers(name):
     check_against_transformers(published(name), name)
 
 
-@pytest.mark.parametrize("path", example_configs(), ids=lambda p: p.stem)
+MADE_UP = [p for p in example_configs() if not (CONFIGS / p.name).exists()]
+
+
+@pytest.mark.parametrize("path", MADE_UP, ids=lambda p: p.stem)
 def test_shipped_example_matches_transformers(path):
-    import json
     check_against_transformers(json.loads(path.read_text()), path.stem)
+
+
+def test_shipped_published_examples_are_the_tested_files():
+    published_ones = [p for p in example_configs() if p not in MADE_UP]
+    assert len(published_ones) >= 5
+    for path in published_ones:  # the copies shipped with the library are the files tested here
+        assert path.read_text() == (CONFIGS / path.name).read_text()
 
 
 @pytest.mark.parametrize(("name", "changes"), [
@@ -49,6 +60,7 @@ def test_shipped_example_matches_transformers(path):
     ("stablelm-2-1.6b", {"qk_layernorm": True, "use_parallel_residual": True, "use_qkv_bias": False}),
     ("command-r", {"use_qk_norm": True, "tie_word_embeddings": False}),
     ("falcon-7b", {"parallel_attn": False, "bias": True}),
+    ("falcon-40b", {"parallel_attn": False, "num_ln_in_parallel_attn": 2}),
     ("falcon-40b", {"num_ln_in_parallel_attn": 1}),
     ("starcoder", {"multi_query": False}),
     ("opt-1.3b", {"enable_bias": False, "layer_norm_elementwise_affine": False}),
@@ -71,14 +83,9 @@ def test_a_field_left_out_takes_the_family_default():
 
 def test_the_closing_claims_of_the_issue():
     """StarCoder is multi-query (one key-value head), Falcon-7B too; Falcon-40B has 8 key-value heads."""
-    star, _ = read_config(published_path("starcoder"))
-    falcon, _ = read_config(published_path("falcon-7b"))
-    falcon40, notes = read_config(published_path("falcon-40b"))
+    star, _ = read_config(CONFIGS / "starcoder.json")
+    falcon, _ = read_config(CONFIGS / "falcon-7b.json")
+    falcon40, notes = read_config(CONFIGS / "falcon-40b.json")
     assert (star.kv_heads, falcon.kv_heads, falcon40.kv_heads) == (1, 1, 8)
     assert memory.kv_bytes_per_token(star) == 2 * 40 * 128 * 4  # 40 layers, one head of 128, float32
     assert any("copied out to every query head" in n for n in notes)
-
-
-def published_path(name):
-    from hf_reference import CONFIGS
-    return CONFIGS / f"{name}.json"

@@ -306,7 +306,8 @@ def windows_gemma3(r: Reader, layers: int) -> list[int | None]:
     """Gemma-3 (``Gemma3TextConfig``): ``layer_types``, or else every ``sliding_window_pattern``-th
     layer (default 6) is full and the others see the last ``sliding_window`` (default 4,096)."""
     every = r.whole("sliding_window_pattern", default=6)
-    if r.flag("use_bidirectional_attention", False):
+    r.read.add("use_bidirectional_attention")
+    if r.cfg.get("use_bidirectional_attention") not in (None, False):
         raise ValueError("config field use_bidirectional_attention is true: that is an encoder (every "
                          "position sees the whole text), not a decoder that writes tokens")
     return _windows_from_types(r, layers, _window_size(r, 4096), lambda i: (i + 1) % every != 0)
@@ -469,6 +470,7 @@ def norms_falcon(r: Reader) -> int:
     decoder architecture)."""
     new = r.flag("new_decoder_architecture", False)
     if not r.flag("parallel_attn", True):
+        r.read.add("num_ln_in_parallel_attn")  # only used with parallel attention
         return 2
     n = r.whole("num_ln_in_parallel_attn", default=2 if new else 1,
                 why="2 with the new decoder architecture, 1 otherwise")

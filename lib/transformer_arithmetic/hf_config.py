@@ -205,9 +205,6 @@ def _layout_notes(layout: Layout, bpn: int, cfg: dict) -> list[str]:
         notes.append(f"transformers' own cache holds {stored:,} bytes a token (keys and values copied out to "
                      f"every query head); the architecture needs {layout.cache_bytes_per_token(bpn):,}, "
                      "which is the figure used here")
-    if layout.state_bytes(bpn):
-        notes.append("running-summary layers: their state (the causal filter's last inputs and the summary, "
-                     "the summary in float32 as transformers keeps it) is the same at every length")
     if layout.float32_parameters:
         notes.append(f"the routers ({layout.float32_parameters:,} numbers) are held in float32, as transformers "
                      "builds them")

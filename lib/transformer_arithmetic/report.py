@@ -197,7 +197,7 @@ def format_report(r: dict) -> str:
         f"Cache per token             {_bytes(r['kv_bytes_per_token'])} ({r['kv_bytes_per_token']:,} bytes)",
     ]
     if r["windows_full_at"] is not None:
-        lines.append(f"Cache per token, windows full {_bytes(r['kv_bytes_per_token_past_windows'])} "
+        lines.append(f"Cache per token past windows {_bytes(r['kv_bytes_per_token_past_windows'])} "
                      f"(after {r['windows_full_at']:,} tokens only the layers without a window still grow)")
     if r["running_summary_bytes"]:
         lines.append(f"Running-summary state       {_bytes(r['running_summary_bytes'])} "
@@ -211,7 +211,8 @@ def format_report(r: dict) -> str:
         lines.append(f"Longest conversation        {r['longest_conversation']:,} tokens "
                      "(cache in the memory left after the weights)")
     if r["pairs_pass_weights_at"] is None:
-        lines.append("Pair work passes weights    never (no attention, or windows cap the pair work)")
+        why = "the windows cap the pair work" if m.get("attention_layers") else "no attention layers"
+        lines.append(f"Pair work passes weights    never: {why}")
     else:
         lines.append(f"Pair work passes weights at {r['pairs_pass_weights_at']:,} tokens "
                      "(over all layers, for a whole sequence)")
@@ -254,8 +255,9 @@ def rules(r: dict) -> list[str]:
                    "W - 1 tokens in its cache, so its cache stops growing at W - 1 tokens; the longest "
                    "conversation and what fits follow")
     if m.get("running_summary_layers"):
-        out.append("running-summary layers: each holds a fixed state (the causal filter's last inputs and "
-                   "the summary), which the report adds to every conversation's cache and reads at every step")
+        out.append("running-summary layers: each holds a fixed state, the causal filter's last inputs and the "
+                   "summary (in float32, as transformers keeps it), which the report adds to every "
+                   "conversation's cache and reads at every step")
     return out
 
 
