@@ -1,14 +1,30 @@
 """Re-execute the book's notebooks from their .md text and store the outputs in the .ipynb.
 
-    python scripts/execute.py                 # every notebook, in parallel across the cores
+    python scripts/execute.py                 # every notebook but the measured page, in parallel
     python scripts/execute.py book/chapters/training/04_kv_cache.md   # just these
+    python scripts/execute.py --measured      # the measured page alone (run it on a quiet machine)
 
 The .md is the source: each is read with jupytext, executed with nbclient (no timing
-metadata, so a second run writes byte-identical files), and written as its paired .ipynb.
+metadata, stable cell ids, so a second run writes byte-identical files), and written as
+its paired .ipynb.
+
+Speed: one worker process per core, each with one long-lived kernel that runs notebook after
+notebook. Between two notebooks the kernel is reset (a new session: empty namespace, counter
+back to one, figures closed, matplotlib's defaults, the notebook's own folder as working
+directory), so starting Python and importing numpy, matplotlib and torch is paid once per
+core instead of once per notebook. nbval in the tests runs every notebook in a fresh kernel
+of its own and requires the same outputs, so a notebook that leaked state into the next
+would fail there.
+
+Every kernel runs with ``PINNED_ENV``: numpy's x86 code paths are held to the baseline
+instruction set, so transcendental functions (exp, log, power: softmax, log-scale axes)
+give the same last bits on every x86-64 processor and the stored figures do not depend on
+the machine that drew them.
 """
 from __future__ import annotations
 
 import os
+import platform
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -16,13 +32,46 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = ROOT / "book" / "chapters"
+MEASURED = CHAPTERS / "appendix" / "02_measured_against_predicted.md"
+"""The one page that times this computer: its outputs change on every run by design."""
+
+PINNED_ENV: dict[str, str] = {"PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+if platform.machine().lower() in ("x86_64", "amd64"):
+    # numpy 2.x dispatches float64 exp/log/power to AVX2 (X86_V3) or AVX-512 (X86_V4) kernels
+    # whose last bits differ from the baseline's; a log axis then moves a few pixels.
+    PINNED_ENV["NPY_DISABLE_CPU_FEATURES"] = "X86_V3 X86_V4 AVX512_ICL AVX512_SPR"
+
+NARROWED_ENV: dict[str, str] = {
+    **PINNED_ENV,
+    "ATEN_CPU_CAPABILITY": "default",  # PyTorch without its AVX2 / AVX-512 kernels
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+}
+"""How the tests run the book: as a narrower processor would, one thread, to show that no
+stored output depends on the processor's vector instructions or on thread timing."""
+
+RESET = """\
+import os as _os, matplotlib as _mpl, matplotlib.pyplot as _plt
+_plt.close("all"); _mpl.rcdefaults(); _os.chdir({folder!r})
+get_ipython().reset(new_session=True)
+"""
+"""Sent (silently) before each notebook that follows another in the same kernel."""
 
 
 def notebooks(args: list[str]) -> list[Path]:
-    """The paired .md notebooks to run: those named, or every numbered one under book/chapters."""
+    """The paired .md notebooks to run: those named, or every paired notebook under book/chapters
+    (numbered sections and page openings) except the measured page."""
     if args:
         return [Path(a).resolve().with_suffix(".md") for a in args]
-    return sorted(CHAPTERS.glob("*/[0-9]*.md"))
+    found = sorted([*CHAPTERS.glob("*/[0-9]*.md"), *CHAPTERS.glob("*/index.md")])
+    return [p for p in found if p != MEASURED and is_notebook_text(p)]
+
+
+def is_notebook_text(path: Path) -> bool:
+    """True if a .md file is the text of a paired notebook: its front matter names a kernel."""
+    parts = path.read_text().split("---", 2)
+    return len(parts) == 3 and parts[0] == "" and "kernelspec:" in parts[1]
 
 
 def merge_streams(outputs: list) -> list:
@@ -38,37 +87,98 @@ def merge_streams(outputs: list) -> list:
     return merged
 
 
-def execute(md: Path) -> tuple[str, float]:
-    """Execute one notebook and write its .ipynb; return its name and the seconds it took."""
-    import jupytext
-    from nbclient import NotebookClient
+class Kernel:
+    """One kernel that runs notebook after notebook, reset in between."""
 
+    def __init__(self) -> None:
+        from jupyter_client.manager import KernelManager
+
+        self.km = KernelManager(kernel_name="python3")
+        self.km.start_kernel(extra_arguments=["--log-level=CRITICAL"])
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=120)
+        self.used = False
+
+    def run(self, md: Path) -> None:
+        """Execute one notebook in this kernel and write its .ipynb."""
+        import jupytext
+        from nbclient import NotebookClient
+
+        if self.used:
+            reply = self.kc.execute_interactive(RESET.format(folder=str(md.parent)), silent=True,
+                                                store_history=False, timeout=60)
+            if reply["content"]["status"] != "ok":
+                raise RuntimeError(f"could not reset the kernel before {md.name}: {reply['content']}")
+        else:
+            self.kc.execute_interactive(f"import os; os.chdir({str(md.parent)!r}); del os", silent=True,
+                                        store_history=False, timeout=60)
+        self.used = True
+        nb = jupytext.read(md)
+        for i, cell in enumerate(nb.cells):  # the .md stores no cell ids: make them stable, not random
+            cell.id = f"cell-{i:03d}"
+        client = NotebookClient(nb, km=self.km, timeout=600, record_timing=False,
+                                resources={"metadata": {"path": str(md.parent)}})
+        client.kc = self.kc
+        client.execute()
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs = merge_streams(cell.outputs)
+        jupytext.write(nb, md.with_suffix(".ipynb"), fmt="ipynb")
+
+    def close(self) -> None:
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=True)
+
+
+_KERNEL: Kernel | None = None
+
+
+def _worker_kernel() -> Kernel:
+    global _KERNEL
+    if _KERNEL is None:
+        import atexit
+
+        _KERNEL = Kernel()
+        atexit.register(_KERNEL.close)
+    return _KERNEL
+
+
+def execute(md: Path) -> tuple[str, float]:
+    """Execute one notebook in this process's kernel and write its .ipynb; return its name and
+    the seconds it took. After a failure the kernel is replaced, so the next notebook starts clean."""
+    global _KERNEL
     start = time.perf_counter()
-    nb = jupytext.read(md)
-    for i, cell in enumerate(nb.cells):  # the .md stores no cell ids: make them stable, not random
-        cell.id = f"cell-{i:03d}"
-    NotebookClient(
-        nb, timeout=600, kernel_name="python3", record_timing=False, extra_arguments=["--log-level=CRITICAL"],
-        resources={"metadata": {"path": str(md.parent)}},
-    ).execute()
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs = merge_streams(cell.outputs)
-    jupytext.write(nb, md.with_suffix(".ipynb"), fmt="ipynb")
+    try:
+        _worker_kernel().run(md)
+    except BaseException:
+        if _KERNEL is not None:
+            _KERNEL.close()
+            _KERNEL = None
+        raise
     name = md.relative_to(ROOT) if md.is_relative_to(ROOT) else md
     return str(name), time.perf_counter() - start
 
 
-def main() -> int:
-    todo = notebooks(sys.argv[1:])
-    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+def run_all(todo: list[Path], workers: int | None = None) -> list[tuple[str, float]]:
+    """Execute ``todo`` on ``workers`` processes (one kernel each), longest notebooks first."""
+    todo = sorted(todo, key=lambda p: -p.stat().st_size)   # a long notebook last would idle a core
+    workers = min(len(todo), workers or os.cpu_count() or 1)
+    if workers <= 1:
+        return [execute(md) for md in todo]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(execute, todo))
+
+
+def main(argv: list[str]) -> int:
+    todo = [MEASURED] if argv == ["--measured"] else notebooks(argv)
+    os.environ.update(PINNED_ENV)
     start = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        for name, seconds in pool.map(execute, todo):
-            print(f"{seconds:6.1f} s  {name}")
+    for name, seconds in run_all(todo):
+        print(f"{seconds:6.1f} s  {name}")
     print(f"{len(todo)} notebooks in {time.perf_counter() - start:.1f} s")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -1,9 +1,16 @@
-"""One place defines the example: change it there, re-execute, and every dependent number follows.
+"""One place defines the example: change it there, re-execute, and every page follows.
 
-The test copies the library to a scratch folder, changes only the definition of
-EXAMPLE_MODEL (32 layers, 8 key-value heads instead of 24 and 16), re-executes a sample of
-notebooks against that copy, and checks that the numbers glued into the prose changed
-exactly as the library says they should, and that no glued number is left stale.
+For each variant in ``scripts/swap_example.py`` (other head counts and widths, other number
+sizes, another accelerator), the library is copied with ``EXAMPLE_MODEL`` and
+``EXAMPLE_ACCELERATOR`` replaced, every notebook (but the measured page) is re-executed
+against the copy in one reused kernel, and then:
+
+- every notebook runs to the end (a figure whose labels leave their axes stops ``show``);
+- every notebook glues the same names as before, and those whose code uses the example
+  glue at least one different value;
+- every glued comparison word still agrees with the two numbers it compares;
+- the numbers that have a library formula follow it for the new example;
+- the whole book builds with the new outputs, warnings as errors.
 """
 from __future__ import annotations
 
@@ -12,81 +19,117 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import replace
+import traceback
 from pathlib import Path
 
 import nbformat
 import pytest
 
 import transformer_arithmetic as ta
+from book_files import BOOK, CHAPTERS, ROOT, glued, glued_comparisons, stored
 from transformer_arithmetic import memory
-from book_files import CHAPTERS, ROOT
+from transformer_arithmetic.prose import size_text
 
-SAMPLE = ["training/04_kv_cache", "training/06_context_window", "why_won/04_cutting_the_cost"]
+sys.path.insert(0, str(ROOT / "scripts"))
+import execute  # noqa: E402
+import swap_example  # noqa: E402
 
-
-def glued(nb) -> dict[str, str]:
-    """Every value a notebook glues for the prose, as its stored text."""
-    out = {}
-    for cell in nb.cells:
-        for o in cell.get("outputs", []):
-            meta = o.get("metadata", {}).get("scrapbook")
-            text = o.get("data", {}).get("application/papermill.record/text/plain")
-            if meta and text is not None:
-                out[meta["name"]] = text
-    return out
+VARIANTS = list(swap_example.VARIANTS)
 
 
-@pytest.fixture(scope="module")
-def swapped(tmp_path_factory):
-    """(new example model, {notebook: (stored glue, re-executed glue)}) for the sample."""
-    scratch = tmp_path_factory.mktemp("swap")
-    shutil.copytree(ROOT / "lib", scratch / "lib", ignore=shutil.ignore_patterns("__pycache__"))
-    shapes = scratch / "lib" / "transformer_arithmetic" / "shapes.py"
-    text = shapes.read_text()
-    new_text, n = re.subn(r"(EXAMPLE_MODEL = ModelShape\(\s*)layers=24,", r"\1layers=32, kv_heads=8,", text)
-    assert n == 1, "could not find the definition of EXAMPLE_MODEL in shapes.py"
-    shapes.write_text(new_text)
-    new_model = replace(ta.EXAMPLE_MODEL, layers=32, kv_heads=8)
-
-    env = dict(os.environ, PYTHONPATH=str(scratch / "lib"))
-    results = {}
-    todo = [name for name in SAMPLE if (CHAPTERS / f"{name}.md").exists()]
-    assert todo, "none of the sampled notebooks exist"
-    for name in todo:
-        dest = scratch / "book" / "chapters" / name
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(CHAPTERS / f"{name}.md", dest.with_suffix(".md"))
-    run = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "execute.py"), *[str(scratch / "book" / "chapters" / f"{n}.md") for n in todo]],
-        env=env, capture_output=True, text=True, cwd=scratch,
-    )
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    for name in todo:
-        stored = glued(nbformat.read(CHAPTERS / f"{name}.ipynb", as_version=4))
-        fresh = glued(nbformat.read(scratch / "book" / "chapters" / f"{name}.ipynb", as_version=4))
-        results[name] = (stored, fresh)
-    return new_model, results
+def example_of(variant: str) -> tuple[ta.ModelShape, ta.Accelerator]:
+    """The variant's example model and accelerator, built here from the same text."""
+    names = {"ModelShape": ta.ModelShape, "Accelerator": ta.Accelerator, "GIB": ta.GIB}
+    exec(swap_example.VARIANTS[variant], names)
+    return names["EXAMPLE_MODEL"], names["EXAMPLE_ACCELERATOR"]
 
 
-def test_the_kernel_used_the_changed_example(swapped):
-    new_model, results = swapped
-    stored, fresh = results["training/04_kv_cache"]
-    assert fresh["layers"] == str(new_model.layers) and stored["layers"] == str(ta.EXAMPLE_MODEL.layers)
+FOLLOWS = {
+    "training/04_kv_cache": {
+        "per_token": lambda m, a: memory.kv_bytes_per_token(m),
+        "weights_size": lambda m, a: size_text(memory.weight_bytes(m)),
+        "mid_cache_size": lambda m, a: size_text(memory.kv_cache_bytes(m, 8192)),
+        "most_total_size": lambda m, a: size_text(memory.serving_bytes(m, 2048, 64)),
+        "layers": lambda m, a: m.layers,
+        "kv_heads": lambda m, a: m.kv_heads,
+    },
+}
+"""Glued numbers with a library formula: {notebook: {key: value for (model, accelerator)}}."""
 
 
-def test_numbers_follow_the_library(swapped):
-    new_model, results = swapped
-    _, fresh = results["training/04_kv_cache"]
-    assert int(fresh["per_token"]) == memory.kv_bytes_per_token(new_model)
-    assert float(fresh["weights_mib"]) == pytest.approx(memory.weight_bytes(new_model) / ta.MIB)
-    assert float(fresh["mid_cache_mib"]) == pytest.approx(memory.kv_cache_bytes(new_model, 8192) / ta.MIB)
-    assert float(fresh["most_total_gib"]) == pytest.approx(memory.serving_bytes(new_model, 2048, 64) / ta.GIB)
+def run_variant(variant: str, out: Path) -> dict:
+    """Execute every notebook against the variant in one kernel; collect outputs and errors."""
+    names = [p for p in execute.notebooks([])]
+    copies = swap_example.prepare(variant, out, names)
+    saved = dict(os.environ)
+    os.environ["PYTHONPATH"] = str(out / "lib")
+    errors, fresh = {}, {}
+    try:
+        for md in copies:
+            name = str(md.relative_to(out / "book" / "chapters").with_suffix(""))
+            try:
+                execute.execute(md)
+                fresh[name] = nbformat.read(md.with_suffix(".ipynb"), as_version=4)
+            except Exception:
+                errors[name] = re.sub(r"\x1b\[[0-9;]*m", "", traceback.format_exc())[-2500:]
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        if execute._KERNEL is not None:
+            execute._KERNEL.close()
+            execute._KERNEL = None
+    return {"errors": errors, "fresh": fresh, "copies": copies}
 
 
-def test_model_dependent_numbers_changed_in_every_sampled_notebook(swapped):
-    _, results = swapped
-    for name, (stored, fresh) in results.items():
-        assert set(stored) == set(fresh), f"{name}: a different set of glued numbers after the change"
-        changed = [k for k in stored if stored[k] != fresh[k]]
-        assert changed, f"{name}: no glued number changed when the example model changed"
+@pytest.fixture(scope="module", params=VARIANTS)
+def variant(request, tmp_path_factory):
+    out = tmp_path_factory.mktemp(f"swap-{request.param}")
+    result = run_variant(request.param, out)
+    result.update(name=request.param, out=out)
+    return result
+
+
+def test_every_notebook_runs_with_the_new_example(variant):
+    assert not variant["errors"], f"{variant['name']}: " + "\n\n".join(
+        f"{name}:\n{text}" for name, text in variant["errors"].items())
+
+
+def test_the_same_names_are_glued_and_the_example_reached_them(variant):
+    for name, nb in variant["fresh"].items():
+        before, after = glued(stored(name)), glued(nb)
+        assert set(before) == set(after), f"{variant['name']} {name}: glued names differ: " \
+                                          f"{sorted(set(before) ^ set(after))}"
+        code = (CHAPTERS / f"{name}.md").read_text()
+        if "EXAMPLE_MODEL" in code or "EXAMPLE_ACCELERATOR" in code:
+            assert any(before[k] != after[k] for k in before), (
+                f"{variant['name']} {name}: uses the example but no glued value changed")
+
+
+def test_comparison_words_agree_with_their_numbers(variant):
+    checked = 0
+    for name, nb in variant["fresh"].items():
+        for key, (word, first, second, words) in glued_comparisons(nb).items():
+            expected = words["more"] if first > second else words["less"] if first < second else words["same"]
+            assert word == expected, f"{variant['name']} {name}: {key} says {word!r} for {first} against {second}"
+            checked += 1
+    assert checked, "no glued comparison found"
+
+
+def test_numbers_follow_the_library(variant):
+    model, acc = example_of(variant["name"])
+    for name, checks in FOLLOWS.items():
+        values = glued(variant["fresh"][name])
+        for key, formula in checks.items():
+            assert values[key] == formula(model, acc), f"{variant['name']} {name}: {key}"
+
+
+def test_the_book_builds_with_the_new_outputs(variant, tmp_path):
+    if variant["errors"]:
+        pytest.fail(f"{variant['name']}: not built, {len(variant['errors'])} notebooks did not run (see above)")
+    site = tmp_path / "book"
+    shutil.copytree(BOOK, site, ignore=shutil.ignore_patterns("_build", ".ipynb_checkpoints", "*.md.swp"))
+    for copy in variant["copies"]:
+        shutil.copy(copy.with_suffix(".ipynb"), site / copy.relative_to(variant["out"] / "book").with_suffix(".ipynb"))
+    jb = Path(sys.executable).with_name("jupyter-book")
+    run = subprocess.run([str(jb), "build", "-W", "-n", "--keep-going", str(site)], capture_output=True, text=True)
+    assert run.returncode == 0, f"{variant['name']}: the build warned or failed:\n{run.stdout[-3000:]}\n{run.stderr[-2000:]}"

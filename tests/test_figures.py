@@ -1,35 +1,45 @@
-"""Every figure is placed with a caption, described in alt text with its numbers, and its cell prints
-the numbers it draws."""
-import json
+"""Every figure is drawn in a folded cell that only draws, placed once with a numbered caption
+that states computed numbers, described in alt text with its numbers, and the numbers it draws
+are printed by a ``record`` call before it."""
 import re
 
 import pytest
 
-from book_files import ROOT, paired_notebooks
+from book_files import ROOT, paired_notebooks, stored
 
 
-def figures(nb):
-    """(glue key, alt text, the cell's stdout) for every glued figure in a stored notebook."""
-    for cell in nb["cells"]:
-        stdout = "".join("".join(o["text"]) for o in cell.get("outputs", []) if o.get("name") == "stdout")
+def figure_cells(nb):
+    """(index, glue key, alt text, cell) for every cell that glues a figure."""
+    for i, cell in enumerate(nb["cells"]):
         for o in cell.get("outputs", []):
             if "image/png" in o.get("data", {}) and "scrapbook" in o.get("metadata", {}):
-                alt = o["metadata"].get("image/png", {}).get("alt", "")
-                yield o["metadata"]["scrapbook"]["name"], alt, stdout
+                yield i, o["metadata"]["scrapbook"]["name"], o["metadata"].get("image/png", {}).get("alt", ""), cell
 
 
-@pytest.mark.parametrize("md", paired_notebooks(), ids=lambda p: str(p.relative_to(ROOT)))
+def name(md):
+    return str(md.relative_to(ROOT / "book" / "chapters").with_suffix(""))
+
+
+@pytest.mark.parametrize("md", paired_notebooks(), ids=name)
 def test_figures_are_placed_described_and_printed(md):
-    nb = json.loads(md.with_suffix(".ipynb").read_text())
+    nb = stored(name(md))
     markdown = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     placed = dict(re.findall(r"```\{glue:figure\}\s+(\S+)\n((?:.|\n)*?)```", markdown))
-    for key, alt, stdout in figures(nb):
-        assert key in placed, f"{md.name}: figure {key!r} is glued but never placed with {{glue:figure}}"
+    drawn = set()
+    for i, key, alt, cell in figure_cells(nb):
+        drawn.add(key)
+        assert key in placed, f"figure {key!r} is glued but never placed with {{glue:figure}}"
         body = placed[key]
-        assert ":name:" in body, f"{md.name}: figure {key!r} has no :name: to refer to it by"
-        caption = "\n".join(l for l in body.splitlines() if l.strip() and not l.startswith(":"))
-        assert "{glue:text}" in caption, f"{md.name}: the caption of {key!r} states no computed number"
-        assert len(alt) >= 60 and re.search(r"\d", alt), f"{md.name}: alt text of {key!r} lacks its numbers: {alt!r}"
-        assert re.search(r"\d", stdout), f"{md.name}: the cell drawing {key!r} prints none of its numbers"
-    glued = {key for key, _, _ in figures(nb)}
-    assert set(placed) <= glued, f"{md.name}: placed but never drawn: {set(placed) - glued}"
+        assert re.search(r"^:name: fig-", body, re.M), f"figure {key!r} has no :name: fig-... to refer to it by"
+        caption = "\n".join(line for line in body.splitlines() if line.strip() and not line.startswith(":"))
+        assert "{glue:text}" in caption, f"the caption of {key!r} states no computed number"
+        assert len(alt) >= 60 and re.search(r"\d", alt), f"alt text of {key!r} lacks its numbers: {alt!r}"
+        tags = set(cell["metadata"].get("tags", []))
+        assert {"hide-input", "remove-output"} <= tags, (
+            f"the cell drawing {key!r} must be tagged hide-input and remove-output (code one click away, "
+            f"the figure shown once, where its caption is), not {sorted(tags)}")
+        assert not any(o.get("output_type") == "stream" for o in cell["outputs"]), (
+            f"the cell drawing {key!r} prints: print its numbers with record() in a cell before it")
+        printed_before = any(o.get("name") == "stdout" for c in nb["cells"][:i] for o in c.get("outputs", []))
+        assert printed_before, f"no cell before {key!r} prints the numbers it draws"
+    assert set(placed) <= drawn, f"placed but never drawn: {set(placed) - drawn}"

@@ -26,10 +26,15 @@ def test_every_notebook_is_in_the_contents():
     assert not missing, f"notebooks not listed in book/_toc.yml: {missing}"
 
 
-def test_every_notebook_was_executed_in_order():
+def test_every_notebook_was_executed_in_order_by_the_book_executor():
     import json
 
     for md in paired_notebooks():
         nb = json.loads(md.with_suffix(".ipynb").read_text())
         counts = [c.get("execution_count") for c in nb["cells"] if c["cell_type"] == "code"]
         assert counts == list(range(1, len(counts) + 1)), f"{md.name}: stored outputs are not from one clean run"
+        ids = [c.get("id") for c in nb["cells"]]
+        assert ids == [f"cell-{i:03d}" for i in range(len(ids))], (
+            f"{md.name}: cell ids are not the executor's stable ones (run scripts/execute.py on it)")
+        timed = [c for c in nb["cells"] if "execution" in c.get("metadata", {})]
+        assert not timed, f"{md.name}: cells carry execution timestamps (run scripts/execute.py on it)"

@@ -4,7 +4,6 @@ A markdown cell (or a page of plain markdown) may contain a digit only
 - inside a role such as {glue:text}`key:,` or {doc}`04_kv_cache` (the number is computed, or is a file name),
 - inside math ($...$ or $$...$$), which states formulas rather than results,
 - inside inline code or a directive's option line (":name: fig-1"),
-- in a cross-reference to a section ("section 4", "sections 4 and 5"),
 - in the short, reviewed allow-list below.
 The failure names the file, the line and the number.
 """
@@ -13,11 +12,10 @@ import re
 import jupytext
 import pytest
 
-from book_files import ROOT, paired_notebooks, plain_pages
+from book_files import ROOT, is_notebook_text, paired_notebooks, plain_pages
 
 # Reviewed exceptions: (regex, why it is not a result of arithmetic).
 ALLOW = [
-    (r"\bsections? \d+(?:(?:,\s*|\s+and\s+|\s+to\s+|\s*-\s*)\d+)*", "a cross-reference to a section"),
     (r"\bMathJax \d\b", "a software version"),
     (r"\bJupyter Book \d(?:\.x)?\b", "a software version"),
 ]
@@ -46,7 +44,7 @@ def offending_numbers(text: str):
 
 def markdown_of(path):
     """(first line in the file, text) for each markdown cell, or the whole page if plain."""
-    if path.name == "index.md" or path.parent == ROOT / "book":
+    if not is_notebook_text(path):
         return [(1, path.read_text())]
     source = path.read_text()
     out = []
@@ -69,4 +67,13 @@ def test_no_hand_typed_numbers(path):
 
 def test_the_checker_catches_a_typed_number():
     text = "The cache holds 98,304 bytes, see section 4 and {glue:text}`kv:,` and $n(n+1)/2$."
-    assert [n for _, n in offending_numbers(text)] == ["98,304"]
+    assert [n for _, n in offending_numbers(text)] == ["98,304", "4"]
+
+
+@pytest.mark.parametrize("path", paired_notebooks() + plain_pages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_links_to_other_pages_say_where_they_go(path):
+    """A {doc} link carries its own words ({doc}`the cache section <04_kv_cache>`), so a page title
+    is never dropped into the middle of a sentence; sections, figures and equations are referred
+    to by number with {numref} and {eq}."""
+    bare = [m.group() for _, text in markdown_of(path) for m in re.finditer(r"\{doc\}`[^`<]*`", text)]
+    assert not bare, f"{path.relative_to(ROOT)}: links without their own words: {bare}"

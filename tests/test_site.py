@@ -75,7 +75,7 @@ def browsed(site):
             browser = p.chromium.launch(executable_path=CHROMIUM, args=[
                 "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--no-first-run"])
-            page = browser.new_page(viewport={"width": 1200, "height": 1600})
+            page = browser.new_page(viewport={"width": 1440, "height": 1600})
             outside, errors = [], []
             page.on("console", lambda msg: msg.type == "error" and errors.append(msg.text))
             page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -99,7 +99,23 @@ def browsed(site):
                     "links": page.evaluate("[...document.querySelectorAll('a[href]')].map(a => a.href)"),
                     "ids": page.evaluate("[...document.querySelectorAll('[id]')].map(e => e.id)"),
                     "url": page.url,
+                    "overflowing_code": page.evaluate("""[...document.querySelectorAll('div.cell_input pre')]
+                        .filter(e => e.checkVisibility() && e.innerText.trim() && e.scrollWidth > e.clientWidth + 1)
+                        .map(e => e.innerText.split('\\n')[0])"""),
+                    "citations": page.evaluate("""[...document.querySelectorAll('span.bibtex-citation a')]
+                        .map(a => a.href)"""),
+                    "toggles": page.locator("details.hide.above-input").count(),
+                    "solutions": page.locator("div.solution.dropdown").count(),
                 }
+                if results[doc]["toggles"]:   # a folded code cell opens when its toggle is clicked
+                    toggle = page.locator("details.hide.above-input").first
+                    toggle.locator("summary").click()
+                    results[doc]["toggle_opens"] = toggle.locator("div.cell_input").first.is_visible()
+                if results[doc]["solutions"]:   # a solution opens when clicked
+                    solution = page.locator("div.solution.dropdown").first
+                    solution.locator(".admonition-title").click()
+                    page.wait_for_timeout(100)
+                    results[doc]["solution_opens"] = solution.locator("section").first.is_visible()
                 if doc in SCREENSHOTS:
                     page.screenshot(path=str(ARTIFACTS / (doc.replace("/", "__") + ".png")), full_page=False)
             browser.close()
@@ -142,6 +158,29 @@ def test_every_internal_link_resolves(browsed):
             elif anchor and url in ids and anchor not in ids[url]:
                 missing.append((doc, href))
     assert not [m for m in missing if not m[1].split("#")[0].endswith(("genindex.html", "search.html"))], missing
+
+
+def test_folded_code_and_solutions_open(browsed):
+    assert any(r["toggles"] for r in browsed.values()), "no folded code cell on any page"
+    assert any(r["solutions"] for r in browsed.values()), "no solution on any page"
+    closed = [doc for doc, r in browsed.items() if r["toggles"] and not r["toggle_opens"]]
+    assert not closed, f"a 'show code' toggle did not open on: {closed}"
+    closed = [doc for doc, r in browsed.items() if r["solutions"] and not r["solution_opens"]]
+    assert not closed, f"a solution did not open on: {closed}"
+
+
+def test_no_visible_code_overflows_its_box(browsed):
+    over = {doc: r["overflowing_code"] for doc, r in browsed.items() if r["overflowing_code"]}
+    assert not over, f"code cut off at the right edge of its box (first line of each cell): {over}"
+
+
+def test_citations_link_to_the_bibliography(browsed):
+    links = [href for r in browsed.values() for href in r["citations"]]
+    assert links, "no page cites anything"
+    bib = next(urldefrag(r["url"])[0] for doc, r in browsed.items() if doc == "bibliography")
+    ids = set(browsed["bibliography"]["ids"])
+    wrong = [href for href in links if urldefrag(href)[0] != bib or urldefrag(href)[1] not in ids]
+    assert not wrong, f"citations that do not land on an entry of the bibliography: {wrong[:10]}"
 
 
 def test_figure_count_matches_the_notebooks(browsed):

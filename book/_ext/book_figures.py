@@ -1,49 +1,23 @@
-"""Sphinx glue for the book's figures (see ``transformer_arithmetic.figures.show``).
+"""Sphinx glue for the book's pages, through documented hooks only.
 
-A figure cell glues its figure *and* displays it, so that a reader in JupyterLab
-sees the picture under the code. On the published page the picture belongs in the
-captioned ``{glue:figure}`` instead, so this extension
+1. Figures carry their alt text in the notebook output's metadata (see
+   ``transformer_arithmetic.figures.show``). myst-nb reads only width and height from there,
+   so the library registers a myst-nb mime renderer plugin (entry point group
+   ``myst_nb.mime_renderers``, name ``book-alt-text``) that puts the alt text on the image.
+   This extension stops the build at once if that plugin is not installed.
+2. Jupyter Book 1.x adds sphinx-thebe's inline settings script twice and the second copy
+   throws a console error; the ``html-page-context`` event drops repeated scripts.
 
-1. drops a glued figure from its code cell's outputs (it stays in the glue store), and
-2. gives every rendered notebook image the alt text that travelled in the output's
-   metadata (myst-nb reads only width and height from there), and
-3. drops scripts that appear twice on a page: sphinx-thebe's inline settings are added
-   twice by Jupyter Book 1.x and the second copy throws a console error.
+A figure's code cell is tagged ``remove-output``, so the picture appears once on the page,
+where ``{glue:figure}`` places it with its caption.
 """
 from __future__ import annotations
 
-from myst_nb import sphinx_
-from myst_nb.core import render
+from importlib.metadata import entry_points
 
-_IMAGE_TYPES = ("image/png", "image/jpeg", "image/svg+xml")
+from sphinx.errors import ExtensionError
 
-
-def _is_glued_figure(output) -> bool:
-    meta = output.get("metadata", {})
-    return (
-        output.get("output_type") == "display_data"
-        and "scrapbook" in meta
-        and any(m in output.get("data", {}) for m in _IMAGE_TYPES)
-    )
-
-
-_render_outputs = sphinx_.SphinxNbRenderer._render_nb_cell_code_outputs
-
-
-def _render_outputs_without_glued_figures(self, token, outputs):
-    return _render_outputs(self, token, [o for o in outputs if not _is_glued_figure(o)])
-
-
-_render_image = render.NbElementRenderer.render_image
-
-
-def _render_image_with_alt(self, data):
-    nodes = _render_image(self, data)
-    alt = data.output_metadata.get(data.mime_type, {}).get("alt")
-    if alt:
-        for node in nodes:
-            node["alt"] = str(alt)
-    return nodes
+PLUGIN = ("myst_nb.mime_renderers", "book-alt-text")
 
 
 def _drop_duplicate_scripts(app, pagename, templatename, context, doctree):
@@ -59,7 +33,9 @@ def _drop_duplicate_scripts(app, pagename, templatename, context, doctree):
 
 
 def setup(app):
+    group, name = PLUGIN
+    if name not in entry_points(group=group).names:
+        raise ExtensionError(f"the {group} plugin {name!r} is not installed, so figures would lose their "
+                             "alt text: run `pip install -e .` in the repository (make does this)")
     app.connect("html-page-context", _drop_duplicate_scripts, priority=999)  # after the themes
-    sphinx_.SphinxNbRenderer._render_nb_cell_code_outputs = _render_outputs_without_glued_figures
-    render.NbElementRenderer.render_image = _render_image_with_alt
     return {"parallel_read_safe": True, "parallel_write_safe": True}

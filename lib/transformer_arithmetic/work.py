@@ -14,6 +14,7 @@ from .shapes import ModelShape
 __all__ = [
     "layer_weight_flops", "layer_pair_flops", "pair_share", "pairs_pass_weights_at",
     "decode_flops", "decode_pair_flops", "prefill_flops", "summary_flops_per_token",
+    "head_flops", "generation_flops",
 ]
 
 
@@ -73,3 +74,26 @@ def summary_flops_per_token(m: ModelShape, state_size: int = 16) -> int:
     """Operations a stack of running-summary layers spends on one more token: two
     multiply-adds per state number (update it, read it out), whatever came before."""
     return 4 * m.layers * m.width * count("state_size", state_size, minimum=1)
+
+
+def head_flops(m: ModelShape, positions: int) -> int:
+    """Operations of the output layer (a vocabulary-by-width matrix) for ``positions`` positions."""
+    return 2 * count("positions", positions) * m.vocab * m.width
+
+
+def generation_flops(m: ModelShape, new_tokens: int, cache: bool = True) -> int:
+    """Operations to write ``new_tokens`` one at a time from an empty row, with or without a
+    key-value cache (the normalisations are left out).
+
+    Step k has k positions in the row. With a cache it pushes one position through the
+    layers and the output layer and reads the k keys and values it attends to; without one
+    it pushes all k positions through the layers and redoes every causal pair among them,
+    though only the last position needs the output layer."""
+    n = count("new_tokens", new_tokens)
+    positions = n if cache else n * (n + 1) // 2          # sum of positions pushed over the n steps
+    layers = m.layers * layer_weight_flops(m, positions)
+    if cache:
+        pairs = 4 * m.layers * m.heads * m.head_dim * (n * (n + 1) // 2)       # step k reads k positions
+    else:
+        pairs = 4 * m.layers * m.heads * m.head_dim * (n * (n + 1) * (n + 2) // 6)  # step k redoes k(k+1)/2
+    return layers + head_flops(m, n) + pairs

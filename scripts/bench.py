@@ -1,0 +1,114 @@
+"""How fast the author's and CI's loops are, against the floor of this machine.
+
+    python scripts/bench.py            # floor, execute, one notebook, builds, make test
+    python scripts/bench.py --quick    # everything but make test
+
+The floor is measured first, on this machine, the way a notebook starts: a fresh kernel
+that imports numpy and matplotlib and draws one figure in the book's style (and the extra
+cost of importing torch, and of each further figure). The book's floor is what its
+notebooks would cost if each did nothing but that, spread over the cores. Every other
+number is printed in seconds and as a multiple of its floor, so the ratios mean the same
+on a slow machine and a fast one.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import execute  # noqa: E402
+
+PY = sys.executable
+FIGURE = """
+from transformer_arithmetic.figures import new_figure, png_bytes
+fig, ax = new_figure(); ax.plot([1, 2, 3], [1, 4, 9]); ax.set_title("floor"); png_bytes(fig)
+"""
+
+
+def timed(cmd: list[str], **kw) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT, **kw)
+    return time.perf_counter() - start
+
+
+def kernel_floor(code: str, repeats: int = 3) -> float:
+    """Fastest of ``repeats`` runs: start a kernel, run ``code``, shut the kernel down (seconds)."""
+    from jupyter_client.manager import KernelManager
+
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        km = KernelManager(kernel_name="python3")
+        km.start_kernel(extra_arguments=["--log-level=CRITICAL"])
+        kc = km.client()
+        kc.start_channels()
+        kc.wait_for_ready(timeout=120)
+        reply = kc.execute_interactive(code, timeout=120)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def book_shape() -> tuple[int, int, int]:
+    """(notebooks make execute runs, those that import torch, figures they draw)."""
+    todo = execute.notebooks([])
+    torch_users = sum("import torch" in md.read_text() for md in todo)
+    figures = sum(md.read_text().count("{glue:figure}") for md in todo)
+    return len(todo), torch_users, figures
+
+
+def main(argv: list[str]) -> int:
+    os.environ.update(execute.PINNED_ENV)
+    cores = os.cpu_count() or 1
+    base = kernel_floor("import numpy, matplotlib.pyplot\n" + FIGURE)
+    with_torch = kernel_floor("import numpy, matplotlib.pyplot, torch\n" + FIGURE)
+    two_figures = kernel_floor("import numpy, matplotlib.pyplot\n" + FIGURE + FIGURE)
+    torch_extra, per_figure = with_torch - base, max(two_figures - base, 0.0)
+    n, n_torch, n_fig = book_shape()
+    book_floor = (n * base + n_torch * torch_extra + max(n_fig - n, 0) * per_figure) / cores
+    rows = [("floor: kernel + numpy + matplotlib + one figure", base, base),
+            ("floor: import torch, extra", torch_extra, torch_extra),
+            ("floor: one more figure", per_figure, per_figure),
+            (f"floor: the book ({n} notebooks, {n_torch} with torch, {n_fig} figures, {cores} cores)",
+             book_floor, book_floor)]
+
+    one = ROOT / "book" / "chapters" / "training" / "03_teacher_forcing.md"
+    one_figs = one.read_text().count("{glue:figure}")
+    one_floor = base + max(one_figs - 1, 0) * per_figure
+    scratch = Path(tempfile.mkdtemp(prefix="bench-"))
+    shutil.copy(one, scratch / one.name)
+    rows.append((f"one notebook without torch ({one.stem})", timed([PY, "scripts/execute.py", str(scratch / one.name)]),
+                 one_floor))
+    rows.append(("make execute (every notebook)", timed(["make", "execute"]), book_floor))
+
+    jb = str(Path(PY).with_name("jupyter-book"))
+    out = scratch / "site"
+    rows.append(("site build from stored outputs, clean", timed([jb, "build", "-W", "-n", "--keep-going", "book",
+                                                                 "--path-output", str(out)]), base))
+    rows.append(("site rebuild, nothing changed", timed([jb, "build", "-W", "-n", "--keep-going", "book",
+                                                         "--path-output", str(out)]), base))
+    if "--quick" not in argv:
+        rows.append(("make test", timed(["make", "test"]), book_floor))
+    shutil.rmtree(scratch, ignore_errors=True)
+
+    width = max(len(r[0]) for r in rows)
+    print(f"{'':<{width}}  {'seconds':>8}  {'x floor':>8}")
+    for name, seconds, floor in rows:
+        print(f"{name:<{width}}  {seconds:8.1f}  {seconds / floor:8.2f}")
+    (ROOT / ".cache").mkdir(exist_ok=True)
+    (ROOT / ".cache" / "bench.json").write_text(json.dumps(
+        {name: {"seconds": s, "floor": f} for name, s, f in rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
