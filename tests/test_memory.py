@@ -1,6 +1,7 @@
 """Parameters and memory, checked against the stated figures and against real PyTorch objects."""
 import pytest
 import torch
+from torch.nn import functional as F
 
 import transformer_arithmetic as ta
 from transformer_arithmetic import memory
@@ -40,10 +41,19 @@ def test_parameter_count_matches_torch_for_other_layouts(changes):
 def test_weight_and_training_memory_are_the_stated_figures():
     assert memory.weight_bytes(M) == 671_188_992
     parts = memory.training_memory(M, batch=8, seq_len=512)
-    gib = {k: round(v / ta.GIB, 2) for k, v in parts.items()}
-    assert gib == {"weights": 0.63, "gradients": 0.63, "optimiser": 2.50, "master copy": 1.25, "activations": 1.88}
-    assert round(sum(parts.values()) / ta.GIB, 2) == 6.88
-    assert round(sum(parts.values()) / memory.weight_bytes(M)) == 11
+    gib = {k: round(v / ta.GIB, 3) for k, v in parts.items()}
+    # ZeRO's mixed-precision Adam: 2 + 2 bytes of weights and gradients, 12 of optimiser and master
+    assert (parts["weights"] + parts["gradients"] + parts["optimiser"] + parts["master copy"]
+            == 16 * memory.parameter_count(M))
+    # Korthikanti et al.: s*b*h*(34 + 5*a*s/h) bytes a layer; s*b*h*34 without the score grids
+    s, b, h, a = 512, 8, M.width, M.heads
+    assert parts["activations"] == M.layers * s * b * h * (34 + 5 * a * s // h)
+    assert memory.activation_bytes(M, 8, 512, keep_scores=False) == M.layers * s * b * h * 34
+    assert parts["logits"] == 8 * 512 * M.vocab * 4 == 512 * ta.MIB
+    assert gib == {"weights": 0.625, "gradients": 0.625, "optimiser": 2.5, "master copy": 1.25,
+                   "activations": 6.938, "logits": 0.5}
+    no_master = memory.training_memory(ta.ModelShape(**{**M.__dict__, "bytes_per_number": 4}))
+    assert no_master["master copy"] == 0
 
 
 def test_cache_per_token_and_per_conversation():
@@ -134,3 +144,91 @@ def test_a_static_cache_gives_the_same_logits_and_holds_the_predicted_bytes():
     with pytest.raises(ValueError, match="the static cache holds 16 tokens; 17 needed"):
         static.length = 16
         model(row[:, :1], static)
+
+
+class PaperLayer(torch.nn.Module):
+    """One pre-norm transformer layer written out op by op as Korthikanti et al. describe it
+    (LayerNorm, attention with its score grid, a feed-forward part, dropout with one-byte masks),
+    with grouped key-value heads and a gated feed-forward part as options. ``recompute`` wraps
+    the core of attention (scores, softmax, dropout, weighted sum) in a checkpoint, so that its
+    score grids are recomputed in the backward pass instead of kept."""
+
+    def __init__(self, shape: ta.ModelShape, dropout: float, recompute: bool) -> None:
+        super().__init__()
+        nn = torch.nn
+        self.s, self.p, self.recompute = shape, dropout, recompute
+        h, q, kv, f = shape.width, shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim, shape.ffn_width
+        self.norm1, self.norm2 = nn.LayerNorm(h), nn.LayerNorm(h)
+        self.q, self.k, self.v, self.o = nn.Linear(h, q), nn.Linear(h, kv), nn.Linear(h, kv), nn.Linear(q, h)
+        self.up, self.down = nn.Linear(h, f), nn.Linear(f, h)
+        self.gate = nn.Linear(h, f) if shape.gated_ffn else None
+
+    def drop(self, x):
+        return torch.native_dropout(x, self.p, True)[0] if self.p else x  # keeps a bool mask
+
+    def core(self, q, k, v):
+        b, kvh, gt, d = q.shape
+        t = k.shape[2]
+        blocked = torch.full((t, t), float("-inf"), dtype=q.dtype).triu(1).repeat(gt // t, 1)
+        weights = torch.softmax(q @ k.transpose(-1, -2) / d**0.5 + blocked, dim=-1)
+        return self.drop(weights) @ v
+
+    def forward(self, x):
+        s, (b, t, h) = self.s, x.shape
+        g, d = s.heads // s.kv_heads, s.head_dim
+        y = self.norm1(x)
+        # the queries of one group sit one after another along the rows: keys stay at their own width
+        q = self.q(y).view(b, t, s.kv_heads, g, d).permute(0, 2, 3, 1, 4).reshape(b, s.kv_heads, g * t, d)
+        k = self.k(y).view(b, t, s.kv_heads, d).transpose(1, 2)
+        v = self.v(y).view(b, t, s.kv_heads, d).transpose(1, 2)
+        core = (lambda *a: torch.utils.checkpoint.checkpoint(self.core, *a, use_reentrant=True)) if self.recompute else self.core
+        mixed = core(q, k, v).view(b, s.kv_heads, g, t, d).permute(0, 3, 1, 2, 4).reshape(b, t, s.heads * d)
+        x = x + self.drop(self.o(mixed))
+        y = self.norm2(x)
+        inner = F.silu(self.gate(y)) * self.up(y) if self.gate is not None else F.gelu(self.up(y))
+        return x + self.drop(self.down(inner))
+
+
+def kept_for_backward(layer: torch.nn.Module, batch: int, seq_len: int, dtype: torch.dtype) -> int:
+    """Bytes of the tensors autograd really keeps for the backward pass of one layer, each
+    storage counted once; the weights, and the per-position statistics of the normalisations
+    (a few bytes a token, which the count leaves out), are not counted."""
+    layer = layer.to(dtype).train()
+    weights = {p.untyped_storage().data_ptr() for p in layer.parameters()}
+    kept = {}
+
+    def pack(t):
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in weights and t.numel() > batch * seq_len:
+            kept[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    x = torch.randn(batch, seq_len, layer.s.width, dtype=dtype, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        layer(x)
+    return sum(kept.values())
+
+
+@pytest.mark.parametrize("changes", [{}, {"kv_heads": 2}, {"gated_ffn": True, "ffn_width": 96}, {"bytes_per_number": 4}])
+@pytest.mark.parametrize("keep_scores", [True, False])
+@pytest.mark.parametrize("dropout", [True, False])
+def test_activation_count_matches_what_autograd_keeps(changes, keep_scores, dropout):
+    shape = ta.ModelShape(**{**ta.ModelShape(layers=1, heads=4, head_dim=16, ffn_width=256, vocab=10).__dict__,
+                             **changes})
+    batch, seq_len = 2, 24
+    torch.manual_seed(0)
+    layer = PaperLayer(shape, dropout=0.1 if dropout else 0.0, recompute=not keep_scores)
+    dtype = torch.bfloat16 if shape.bytes_per_number == 2 else torch.float32
+    real = kept_for_backward(layer, batch, seq_len, dtype)
+    predicted = memory.layer_activation_bytes(shape, batch, seq_len, keep_scores=keep_scores, dropout=dropout)
+    assert real == sum(predicted.values()) == memory.activation_bytes(shape, batch, seq_len,
+                                                                      keep_scores=keep_scores, dropout=dropout)
+
+
+def test_logits_bytes_match_a_real_output_layer():
+    shape = ta.ModelShape(layers=1, heads=2, head_dim=8, ffn_width=32, vocab=300)
+    with torch.no_grad():
+        logits, _ = Decoder(shape)(torch.zeros(3, 7, dtype=torch.long))
+    assert memory.logits_bytes(shape, 3, 7) == logits.float().numel() * 4 == logits.nbytes
+    with pytest.raises(ValueError, match="seq_len must be at least 1, got 0"):
+        memory.logits_bytes(shape, 3, 0)

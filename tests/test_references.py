@@ -102,3 +102,22 @@ def test_top_p_keeps_at_least_one_and_never_more_than_needed(row, p):
 def test_bad_inputs_name_the_bad_value(call, words):
     with pytest.raises(ValueError, match=words):
         call()
+
+
+@pytest.mark.parametrize("vocab", [2, 12, 32768])
+def test_perplexity_of_a_uniform_guess_is_the_vocabulary_and_matches_cross_entropy(vocab):
+    torch.manual_seed(vocab)
+    logits = torch.randn(5, vocab, dtype=torch.float64)
+    targets = torch.randint(vocab, (5,))
+    losses = objective.token_losses(logits.numpy(), targets.numpy())
+    assert objective.perplexity(losses) == pytest.approx(math.exp(F.cross_entropy(logits, targets).item()), rel=1e-12)
+    uniform = F.cross_entropy(torch.zeros(3, vocab, dtype=torch.float64), targets[:3], reduction="none")
+    assert objective.perplexity(uniform.numpy()) == pytest.approx(vocab, rel=1e-12)
+    # a chance of 1/vocab carries log2(vocab) bits, however the logarithm is taken
+    assert objective.nats_to_bits(uniform[0].item()) == pytest.approx(torch.log2(torch.tensor(float(vocab))).item())
+
+
+@pytest.mark.parametrize("losses", [[], [0.5, -0.1], [float("inf")]])
+def test_perplexity_refuses_what_is_not_a_set_of_losses(losses):
+    with pytest.raises(ValueError, match="losses must be one or more finite numbers of nats"):
+        objective.perplexity(losses)

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from ._checks import count
 
-__all__ = ["receptive_field", "layers_to_span", "dilated_receptive_field", "dilated_layers_to_span"]
+__all__ = ["receptive_field", "layers_to_span", "dilated_receptive_field", "dilated_layers_to_span",
+           "layer_gaps", "taps"]
 
 
 def _kernel(kernel: int) -> int:
@@ -36,3 +37,22 @@ def dilated_layers_to_span(kernel: int, span: int) -> int:
     while dilated_receptive_field(k, layers) < s:
         layers += 1
     return layers
+
+
+def layer_gaps(layers: int, dilated: bool = False) -> list[int]:
+    """Gap, in positions, between neighbouring taps of each layer, lowest layer first:
+    1 everywhere for plain filters, 1, 2, 4, ... when the gaps double."""
+    return [2**layer if dilated else 1 for layer in range(count("layers", layers))]
+
+
+def taps(kernel: int, layers: int, dilated: bool = False) -> list[list[int]]:
+    """For one output of a stack of backward-looking filters, the positions that feed it at each
+    level, as distances back from the output: level 0 (the inputs) first, the output ([0]) last.
+
+    A filter of width k at gap g reads its own position and the k - 1 positions g, 2g, ...
+    behind it, so a position p at one level is fed by p, p + g, ..., p + (k - 1)g below."""
+    k = _kernel(kernel)
+    levels = [[0]]
+    for gap in reversed(layer_gaps(layers, dilated)):
+        levels.append(sorted({p + j * gap for p in levels[-1] for j in range(k)}))
+    return levels[::-1]

@@ -28,6 +28,7 @@ from matplotlib.patches import Rectangle  # noqa: E402
 __all__ = [
     "PALETTE", "use_book_style", "new_figure", "scale_for", "cell_grid", "heatmap", "bars",
     "curve", "mark", "check_layout", "show", "BookFigure", "png_bytes", "ink_on", "sequential",
+    "tap_tree",
 ]
 
 #: One colour per concept, used the same way on every page.
@@ -305,6 +306,40 @@ class AltText:
         for node in nodes:
             node["alt"] = str(alt)
         return nodes
+
+
+def tap_tree(ax, levels: Sequence[Sequence[int]], gaps: Sequence[int], kernel: int, *, concept: str,
+             width: int | None = None, size: float = 80.0) -> None:
+    """The taps of a stack of backward-looking filters that feed one output: a row of positions
+    per level (the inputs at the bottom, the output top right, drawn in 'highlight'), the
+    positions that feed the output filled in the concept's colour and joined to the taps they
+    read one level down, the others left hollow. ``levels`` and ``gaps`` come from
+    ``convolution.taps`` and ``convolution.layer_gaps``; ``width`` columns (default: just
+    enough for the inputs), labelled by how far back each lies from the output."""
+    rows = len(levels)
+    if rows != len(gaps) + 1:
+        raise ValueError(f"{rows} levels need {rows - 1} gaps, got {len(gaps)}")
+    cols = width if width is not None else max(levels[0]) + 1
+    colour = PALETTE[concept]
+    for level in range(1, rows):
+        for p in levels[level]:
+            for j in range(kernel):
+                child = p + j * gaps[level - 1]
+                ax.plot([cols - 1 - p, cols - 1 - child], [level, level - 1], color=colour, lw=1.0,
+                        alpha=0.75, zorder=1)
+    for level, used in enumerate(levels):
+        ax.scatter(range(cols), [level] * cols, s=size, facecolor="white", edgecolor=PALETTE["muted"],
+                   lw=1.0, zorder=2)
+        ax.scatter([cols - 1 - p for p in used], [level] * len(used), s=size, color=colour, zorder=3)
+    ax.scatter([cols - 1], [rows - 1], s=size * 1.6, color=PALETTE["highlight"], edgecolor=PALETTE["ink"],
+               lw=1.0, zorder=4)
+    ax.set_xlim(-0.7, cols - 0.3)
+    ax.set_ylim(-0.6, rows - 0.4)
+    ax.set_yticks(range(rows), ["inputs"] + [f"layer {n}" for n in range(1, rows)])
+    ax.set_xticks(range(cols), [str(cols - 1 - c) for c in range(cols)])
+    ax.grid(False)
+    ax.spines[["left", "bottom", "top", "right"]].set_visible(False)
+    ax.tick_params(length=0)
 
 
 # TRANSITION: the old role names, until every notebook uses PALETTE.

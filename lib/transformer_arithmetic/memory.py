@@ -8,7 +8,8 @@ __all__ = [
     "attention_params", "ffn_params", "layer_params", "parameter_count", "weight_bytes",
     "training_memory", "kv_bytes_per_token", "kv_cache_bytes", "serving_bytes",
     "longest_conversation", "conversations_that_fit", "score_grid_bytes",
-    "summary_state_bytes", "hybrid_cache_bytes",
+    "summary_state_bytes", "hybrid_cache_bytes", "layer_activation_bytes", "activation_bytes",
+    "logits_bytes",
     "active_parameter_count", "weight_bytes_read", "running_summary_bytes", "kv_bytes_per_token_past_windows",
 ]
 
@@ -59,27 +60,29 @@ def training_memory(
     m: ModelShape,
     batch: int = 8,
     seq_len: int = 512,
-    saved_per_layer: int = 10,
+    keep_scores: bool = True,
+    dropout: bool = True,
     optimizer_states: int = 2,
     state_bytes: int = 4,
     master_bytes: int = 4,
+    logit_bytes: int = 4,
 ) -> dict[str, int]:
-    """Bytes one training step holds, split into its five parts (weights, gradients,
-    optimiser state, a full-precision master copy, saved activations).
-
-    Activations: ``saved_per_layer`` vectors of the model's width kept per token per
-    layer, at ``m.bytes_per_number`` bytes a number (a stated rule of thumb, not a
-    measurement)."""
-    count("batch", batch, minimum=1)
-    count("seq_len", seq_len, minimum=1)
-    count("saved_per_layer", saved_per_layer)
+    """Bytes one training step holds, in six parts: weights and gradients at
+    ``m.bytes_per_number``; the optimiser's ``optimizer_states`` numbers per parameter at
+    ``state_bytes``; a master copy of the weights at ``master_bytes`` (none when the weights
+    are already held in that many bytes or more); the activations kept for the backward pass
+    (``activation_bytes``); and the logits the loss reads (``logits_bytes``)."""
     p = parameter_count(m)
+    count("optimizer_states", optimizer_states)
+    count("state_bytes", state_bytes, minimum=1)
+    count("master_bytes", master_bytes, minimum=1)
     return {
         "weights": p * m.bytes_per_number,
         "gradients": p * m.bytes_per_number,
         "optimiser": p * optimizer_states * state_bytes,
-        "master copy": p * master_bytes,
-        "activations": batch * seq_len * m.layers * saved_per_layer * m.width * m.bytes_per_number,
+        "master copy": p * master_bytes if master_bytes > m.bytes_per_number else 0,
+        "activations": activation_bytes(m, batch, seq_len, keep_scores=keep_scores, dropout=dropout),
+        "logits": logits_bytes(m, batch, seq_len, logit_bytes),
     }
 
 
@@ -147,6 +150,52 @@ def hybrid_cache_bytes(m: ModelShape, tokens: int, attention_layers: int, state_
     per_layer_cache = kv_cache_bytes(m, tokens) // m.layers
     per_layer_state = summary_state_bytes(m, state_size) // m.layers
     return attention_layers * per_layer_cache + (m.layers - attention_layers) * per_layer_state
+
+
+def layer_activation_bytes(m: ModelShape, batch: int, seq_len: int, *, keep_scores: bool = True,
+                           dropout: bool = True) -> dict[str, int]:
+    """Bytes one layer keeps for the backward pass, by tensor, counted as Korthikanti et al.
+    (2022) count them: activations at ``m.bytes_per_number`` bytes, dropout masks at one byte.
+
+    For their layer (LayerNorm, plain multi-head attention, a two-matrix feed-forward part of
+    width 4h, dropout) the parts add up to s*b*h*(34 + 5*a*s/h) bytes at two bytes a number,
+    and to s*b*h*34 without the score grids (``keep_scores=False``: recomputed, or never stored
+    by a fused attention kernel). Grouped keys and values are kept at their own width; a gated
+    feed-forward part keeps four inner vectors (gate, up, activated gate, product) instead of two."""
+    tokens = count("batch", batch, minimum=1) * count("seq_len", seq_len, minimum=1)
+    n = m.bytes_per_number
+    queries, kv = m.heads * m.head_dim, m.kv_heads * m.head_dim
+    grid = m.heads * seq_len * tokens  # one score per head per pair of positions, per sequence
+    parts = {
+        "normalisation inputs": 2 * tokens * m.width * n,
+        "attention input": tokens * m.width * n,
+        "queries and keys": tokens * (queries + kv) * n,
+        "values": tokens * kv * n,
+        "attention output": tokens * queries * n,
+        "feed-forward input": tokens * m.width * n,
+        "feed-forward inner": (4 if m.gated_ffn else 2) * tokens * m.ffn_width * n,
+    }
+    if dropout:
+        parts["dropout masks"] = 2 * tokens * m.width
+    if keep_scores:
+        parts["attention weights"] = grid * n
+        if dropout:
+            parts["attention dropout"] = grid * (1 + n)  # its mask, and its output
+    return parts
+
+
+def activation_bytes(m: ModelShape, batch: int, seq_len: int, *, keep_scores: bool = True,
+                     dropout: bool = True) -> int:
+    """Bytes all layers keep for the backward pass (``layer_activation_bytes`` times the layers)."""
+    per_layer = layer_activation_bytes(m, batch, seq_len, keep_scores=keep_scores, dropout=dropout)
+    return m.layers * sum(per_layer.values())
+
+
+def logits_bytes(m: ModelShape, batch: int, seq_len: int, bytes_per_number: int = 4) -> int:
+    """Bytes of the logits the loss reads: one score per word of the vocabulary for every
+    position of the batch, at ``bytes_per_number`` bytes (4: the loss is taken in 32-bit floats)."""
+    tokens = count("batch", batch, minimum=1) * count("seq_len", seq_len, minimum=1)
+    return tokens * m.vocab * count("bytes_per_number", bytes_per_number, minimum=1)
 
 
 # --- Published architectures (ModelShape.layout): experts and running summaries ------------------

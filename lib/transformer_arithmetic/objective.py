@@ -1,6 +1,7 @@
 """Next-token prediction: inputs and targets, the loss, and the counts that follow from it."""
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -9,8 +10,8 @@ from ._checks import count, fraction
 from .sampling import softmax
 
 __all__ = [
-    "shift", "token_losses", "label_signals", "next_token_signals", "passes_to_score",
-    "whole_answer_accuracy", "passes_without_cache", "passes_with_cache",
+    "shift", "token_losses", "label_signals", "passes_to_score",
+    "whole_answer_accuracy", "passes_without_cache", "perplexity", "nats_to_bits",
 ]
 
 
@@ -35,11 +36,6 @@ def label_signals(tokens: int, tokens_per_label: int = 20) -> int:
     return count("tokens", tokens) // count("tokens_per_label", tokens_per_label, minimum=1)
 
 
-def next_token_signals(tokens: int) -> int:
-    """Training signals from next-token prediction: one per token of text."""
-    return count("tokens", tokens)
-
-
 def passes_to_score(tokens: int, teacher_forcing: bool = True) -> int:
     """Forward passes needed to score a sequence: one with teacher forcing, one per token without."""
     return 1 if teacher_forcing else count("tokens", tokens, minimum=1)
@@ -56,6 +52,15 @@ def passes_without_cache(new_tokens: int, prompt: int = 0) -> int:
     return sum(p + k for k in range(1, n + 1))
 
 
-def passes_with_cache(new_tokens: int) -> int:
-    """Positions pushed through the stack with a key-value cache: one per new token."""
-    return count("new_tokens", new_tokens)
+def perplexity(losses: Sequence[float] | np.ndarray) -> float:
+    """The exponential of the mean loss (losses in nats): how many equally likely tokens the
+    model is, on average, as unsure as choosing among (a count, 1 or more)."""
+    values = np.asarray(losses, dtype=float)
+    if values.size == 0 or not np.all(np.isfinite(values)) or np.any(values < 0):
+        raise ValueError(f"losses must be one or more finite numbers of nats, none negative, got {losses!r}")
+    return float(np.exp(values.mean()))
+
+
+def nats_to_bits(nats: float) -> float:
+    """A quantity of information in nats (natural logarithm) expressed in bits (base two)."""
+    return float(nats) / math.log(2)

@@ -23,7 +23,12 @@ these numbers, done at build time.
 """
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 import numpy as np
+
+from .sampling import softmax as _softmax
 
 __all__ = [
     "VOCAB",
@@ -36,6 +41,12 @@ __all__ = [
     "logits_array",
     "next_logits_array",
     "scores_array",
+    "TOY_FEATURES",
+    "TOY_KEYS",
+    "TOY_QUERY",
+    "TOY_SENTENCES",
+    "toy_keys",
+    "toy_attention",
 ]
 
 # --------------------------------------------------------------------------
@@ -105,3 +116,53 @@ def next_logits_array(first_word: str) -> np.ndarray:
 def scores_array() -> np.ndarray:
     """SCORES as a 6 x 6 float64 array."""
     return np.array(SCORES, dtype=np.float64)
+
+
+# --------------------------------------------------------------------------
+# A second, smaller toy: attention that finds a distant word
+# --------------------------------------------------------------------------
+#
+# Two sentences end in "it", and "it" stands for a thing mentioned several words
+# earlier. Every word gets a key written by hand from five yes-or-no features, and
+# "it" asks with a query that looks for a thing that can be held (and, a little, for
+# a colour). Nothing here is learned and nothing encodes position: the toy shows
+# only where attention weights come from, the content of the words.
+
+TOY_FEATURES: tuple[str, ...] = ("a thing to hold", "a doer", "an action", "a colour", "a small word")
+"""What each entry of a toy key or query stands for."""
+
+TOY_KEYS: dict[str, str] = {
+    "block": "a thing to hold", "cup": "a thing to hold",
+    "arm": "a doer",
+    "lifts": "an action", "drops": "an action", "turns": "an action", "waits": "an action",
+    "red": "a colour", "blue": "a colour",
+    "<start>": "a small word", "the": "a small word", "a": "a small word", "then": "a small word",
+    "and": "a small word", "as": "a small word", "it": "a small word",
+}
+"""The one feature each toy word has: its key is 1 there and 0 elsewhere."""
+
+TOY_QUERY: tuple[float, ...] = (7.0, 0.0, 0.0, 2.0, 0.0)
+"""What "it" looks for, feature by feature: mostly a thing to hold, a little a colour."""
+
+TOY_SENTENCES: tuple[tuple[str, ...], ...] = (
+    ("<start>", "the", "arm", "lifts", "the", "red", "block", "then", "turns", "and", "drops", "it"),
+    ("<start>", "a", "blue", "cup", "waits", "as", "the", "arm", "turns", "and", "lifts", "it"),
+)
+"""Two sentences whose last word, "it", stands for a thing further back."""
+
+
+def toy_keys(words: Sequence[str]) -> np.ndarray:
+    """The hand-written keys of ``words``, one row per word, one column per feature."""
+    unknown = [w for w in words if w not in TOY_KEYS]
+    if unknown:
+        raise ValueError(f"words without a toy key: {unknown}; known: {sorted(TOY_KEYS)}")
+    return np.array([[1.0 if TOY_KEYS[w] == f else 0.0 for f in TOY_FEATURES] for w in words])
+
+
+def toy_attention(words: Sequence[str]) -> np.ndarray:
+    """Attention weights of the last word over every position (itself included), summing to 1:
+    softmax of each key times ``TOY_QUERY``, divided by the square root of the key length."""
+    if not words:
+        raise ValueError("words must hold at least one word")
+    keys = toy_keys(words)
+    return _softmax(keys @ np.array(TOY_QUERY) / math.sqrt(len(TOY_FEATURES)))

@@ -6,13 +6,15 @@ with weight a_{s+1} * ... * a_t. With a fixed rate a, that is a ** (t - s).
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from ._checks import count, fraction
 
-__all__ = ["surviving_weight", "run_summary", "token_weight", "neighbour_gap", "parallel_scan"]
+__all__ = ["surviving_weight", "run_summary", "token_weight", "neighbour_gap", "parallel_scan",
+           "rate_to_keep", "steps_until"]
 
 
 def surviving_weight(rate: float, steps: int) -> float:
@@ -70,3 +72,19 @@ def parallel_scan(inputs: Sequence[float], rates: Sequence[float] | float) -> tu
         a[gap:] = a[gap:] * a_back
         rounds, gap = rounds + 1, gap * 2
     return b, rounds
+
+
+def rate_to_keep(share: float, steps: int) -> float:
+    """Rate each step must keep so that ``share`` of a signal is left after ``steps`` steps."""
+    return fraction("share", share) ** (1 / count("steps", steps, minimum=1))
+
+
+def steps_until(rate: float, share: float) -> int:
+    """Fewest steps, each keeping ``rate``, after which less than ``share`` of a signal is left."""
+    r, p = fraction("rate", rate, high_closed=False), fraction("share", share)
+    steps = max(0, math.ceil(math.log(p) / math.log(r)))
+    while r**steps >= p:                      # round-off may leave the estimate one short ...
+        steps += 1
+    while steps > 0 and r ** (steps - 1) < p:  # ... or one over
+        steps -= 1
+    return steps

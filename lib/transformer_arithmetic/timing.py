@@ -14,7 +14,7 @@ from .work import decode_flops, prefill_flops
 
 __all__ = [
     "decode_bytes", "arithmetic_time", "reading_time", "decode_step_time", "throughput",
-    "prefill_time", "answer_time", "serial_time", "cache_reading_time", "machine_time_per_token",
+    "prefill_time", "answer_time", "cache_reading_time", "machine_time_per_token",
     "prefill_limits",
 ]
 
@@ -57,13 +57,6 @@ def answer_time(m: ModelShape, acc: Accelerator, prompt: int, answer: int) -> fl
     count("prompt", prompt)
     count("answer", answer)
     return sum(decode_step_time(m, acc, prompt + k) for k in range(answer))
-
-
-def serial_time(steps: int, step_seconds: float) -> float:
-    """Seconds for ``steps`` that must run one after another, each ``step_seconds`` long."""
-    if not step_seconds > 0:
-        raise ValueError(f"step_seconds must be positive, got {step_seconds!r}")
-    return count("steps", steps) * step_seconds
 
 
 def cache_reading_time(m: ModelShape, acc: Accelerator, context: int) -> float:

@@ -1,0 +1,42 @@
+"""Answers of training section 1 (next-token prediction), computed with PyTorch's own loss."""
+import math
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+import transformer_arithmetic as ta
+from checking import check
+from transformer_arithmetic import simulated
+
+NOTEBOOK = "training/01_next_token_prediction"
+
+
+def even_guess_loss(vocab: int) -> float:
+    """PyTorch's cross-entropy of a guess that gives every word the same raw output."""
+    return F.cross_entropy(torch.zeros(1, vocab, dtype=torch.float64), torch.tensor([0])).item()
+
+
+def sentence_nats() -> float:
+    """The simulated model's summed loss over the sentence, by PyTorch."""
+    targets = torch.tensor([simulated.VOCAB.index(w) for w in simulated.TARGETS])
+    logits = torch.tensor(simulated.LOGITS, dtype=torch.float64)
+    return F.cross_entropy(logits, targets, reduction="sum").item()
+
+
+CHECKS = {
+    "ans_ntp_uniform_nats": lambda g: even_guess_loss(g["ex_ntp_vocab"]),
+    "ans_ntp_uniform_bits": lambda g: math.log2(g["ex_ntp_vocab"]),
+    "ans_ntp_uniform_ppl": lambda g: math.exp(even_guess_loss(ta.EXAMPLE_MODEL.vocab)),
+    "ans_ntp_bits_model": lambda g: sentence_nats() / math.log(2),
+    "ans_ntp_bits_even": lambda g: len(simulated.TARGETS) * math.log2(len(simulated.VOCAB)),
+    # one label at the end of every complete paragraph: count the paragraph ends one by one
+    "ans_ntp_labels": lambda g: len(range(g["ex_ntp_paragraph"], g["ex_ntp_corpus"] + 1, g["ex_ntp_paragraph"])),
+    "ans_ntp_times": lambda g: g["ex_ntp_corpus"]
+    / len(range(g["ex_ntp_paragraph"], g["ex_ntp_corpus"] + 1, g["ex_ntp_paragraph"])),
+}
+
+
+@pytest.mark.parametrize("key", CHECKS)
+def test_answer(key):
+    check(NOTEBOOK, key, CHECKS[key])
