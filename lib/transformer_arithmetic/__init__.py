@@ -7,6 +7,7 @@ Modules, each named after a concept:
 - ``work``         operations: weight work, pair work, a decode step, a prefill
 - ``timing``       time on an accelerator: decode steps, throughput, prefill, answers
 - ``masks``        causal, windowed and window-plus-global masks, and their pair counts
+- ``blockwise``    attention worked through tile by tile with a running maximum and sum
 - ``sampling``     softmax with temperature, entropy, top-p, two-step paths
 - ``objective``    next-token prediction: shifted rows, losses, signals, passes
 - ``summaries``    running summaries (fixed and content-chosen rates)

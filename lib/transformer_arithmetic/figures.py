@@ -28,7 +28,7 @@ from matplotlib.patches import Rectangle  # noqa: E402
 __all__ = [
     "PALETTE", "use_book_style", "new_figure", "scale_for", "cell_grid", "heatmap", "bars",
     "curve", "mark", "check_layout", "show", "BookFigure", "png_bytes", "ink_on", "sequential",
-    "tap_tree",
+    "tap_tree", "head_groups",
 ]
 
 #: One colour per concept, used the same way on every page.
@@ -341,6 +341,34 @@ def tap_tree(ax, levels: Sequence[Sequence[int]], gaps: Sequence[int], kernel: i
     ax.spines[["left", "bottom", "top", "right"]].set_visible(False)
     ax.tick_params(length=0)
 
+
+
+
+def head_groups(ax, heads: int, kv_heads: int, *, concept: str, fontsize: float = 8.0) -> None:
+    """Query heads in a row above the key-value heads they read, each joined to its own by a
+    line: one key-value head per query head (plain attention), one per group (grouped), or one
+    for all (multi-query). A key-value head spans its group and is filled with the concept's
+    colour; the query heads are muted."""
+    if heads < 1 or kv_heads < 1 or heads % kv_heads:
+        raise ValueError(f"kv_heads={kv_heads} must be at least 1 and divide heads={heads}")
+    group = heads // kv_heads
+    for g in range(kv_heads):
+        ax.add_patch(Rectangle((g * group + 0.08, 0.1), group - 0.16, 0.8, facecolor=PALETTE[concept]))
+        ax.text(g * group + group / 2, 0.5, str(g + 1), ha="center", va="center", fontsize=fontsize,
+                color=ink_on(PALETTE[concept]))
+    for h in range(heads):
+        ax.add_patch(Rectangle((h + 0.08, 2.1), 0.84, 0.8, facecolor=PALETTE["muted"]))
+        ax.text(h + 0.5, 2.5, str(h + 1), ha="center", va="center", fontsize=fontsize,
+                color=ink_on(PALETTE["muted"]))
+        g = h // group
+        ax.plot([h + 0.5, g * group + group / 2], [2.1, 0.9], color=PALETTE["ink"], lw=0.8)
+    ax.set_xlim(0, heads)
+    ax.set_ylim(0, 3)
+    ax.grid(False)
+    ax.spines[["left", "bottom", "top", "right"]].set_visible(False)
+    ax.tick_params(length=0)
+    ax.set_xticks([])
+    ax.set_yticks([0.5, 2.5], ["key-value heads", "query heads"])
 
 # TRANSITION: the old role names, until every notebook uses PALETTE.
 COLORS = {"main": "#1f5a99", "contrast": "#d1603d", "third": "#3f8f5f", "muted": "#9aa5b1",

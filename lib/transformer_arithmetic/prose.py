@@ -15,7 +15,7 @@ import numbers
 from collections.abc import Sequence
 
 __all__ = ["plain", "record", "compare", "Comparison", "size_text", "listing", "plural", "glue",
-           "SIGNIFICANT_DIGITS"]
+           "SIGNIFICANT_DIGITS", "size_unit"]
 
 SIGNIFICANT_DIGITS = 12
 """Glued floats keep this many significant digits: far more than any page shows, and few
@@ -150,3 +150,15 @@ def listing(items: Sequence[str], last: str = "and") -> str:
 def plural(n: int, word: str, many: str | None = None) -> str:
     """A count with its noun: '1 head', '12 heads', '1,024 tokens' (``many`` for irregular plurals)."""
     return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+def size_unit(nbytes: float) -> tuple[str, int]:
+    """The binary unit ``size_text`` would write ``nbytes`` in, and its size in bytes:
+    ('MiB', 1048576) for 768 MiB. An axis that shows several sizes takes its one unit from
+    the largest of them."""
+    if nbytes < 0:
+        raise ValueError(f"nbytes must not be negative, got {nbytes!r}")
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= scale:
+            return unit, scale
+    return "bytes", 1

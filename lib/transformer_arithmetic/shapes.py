@@ -15,7 +15,8 @@ from ._checks import count, positive
 if TYPE_CHECKING:  # a published architecture's exact parts (see layout.py)
     from .layout import Layout
 
-__all__ = ["ModelShape", "Accelerator", "EXAMPLE_MODEL", "EXAMPLE_ACCELERATOR", "GIB", "MIB", "KIB"]
+__all__ = ["ModelShape", "Accelerator", "EXAMPLE_MODEL", "EXAMPLE_ACCELERATOR", "GIB", "MIB", "KIB",
+           "kv_head_choices"]
 
 KIB = 1024
 MIB = 1024**2
@@ -112,3 +113,21 @@ EXAMPLE_ACCELERATOR = Accelerator(
     name="the example accelerator",
 )
 """The book's stated example chip: 100 million million operations a second, 10^12 bytes a second, 24 GiB."""
+
+
+def kv_head_choices(m: ModelShape) -> tuple[int, ...]:
+    """Key-value head counts to compare for ``m``'s query heads, most first: plain attention
+    (one per query head), one grouped choice, and multi-query (one for all).
+
+    The grouped choice is ``m``'s own count when ``m`` already groups its heads; otherwise it
+    is the smallest divisor of the head count at least its square root, the most even split
+    of the heads into groups (16 heads: 4 groups of 4; 12 heads: 4 groups of 3). A count that
+    would repeat another is left out, so a model with one or two (or a prime number of)
+    heads gets fewer than three choices."""
+    if not isinstance(m, ModelShape):
+        raise ValueError(f"m must be a ModelShape, got {type(m).__name__}")
+    if 1 < m.kv_heads < m.heads:
+        grouped = m.kv_heads
+    else:
+        grouped = next(d for d in range(1, m.heads + 1) if m.heads % d == 0 and d * d >= m.heads)
+    return tuple(sorted({m.heads, grouped, 1}, reverse=True))
