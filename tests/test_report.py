@@ -1,6 +1,8 @@
 """The config reader, the report and the command line. Layouts of unknown families are checked
 against the book's plain torch decoder; every known family against ``transformers`` in
 test_families*.py and test_family_caches.py; malformed input in test_cli_fuzz.py."""
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -10,6 +12,7 @@ import torch
 
 import transformer_arithmetic as ta
 from transformer_arithmetic import memory, timing, work
+from transformer_arithmetic.__main__ import main
 from transformer_arithmetic.hf_config import example_config_path, example_configs, read_config, shape_from_config
 from transformer_arithmetic.reference_model import Decoder
 from transformer_arithmetic.report import format_report, parse_accelerator, report
@@ -33,8 +36,11 @@ def torch_parameter_count(shape: ta.ModelShape) -> int:
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "transformer_arithmetic", *args],
-                          capture_output=True, text=True, timeout=60)
+    """The command line run in this process (test_cli_text_report also runs it as a real command)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
 # --- reading configs -------------------------------------------------------------------------
@@ -254,7 +260,8 @@ def test_parse_accelerator_errors(text, message):
 
 def test_cli_text_report():
     path = example_config_path("gated-gqa-1b")
-    done = run_cli("report", str(path))
+    done = subprocess.run([sys.executable, "-m", "transformer_arithmetic", "report", str(path)],
+                          capture_output=True, text=True, timeout=60)  # as a reader runs it
     assert done.returncode == 0, done.stderr
     shape, _ = read_config(path)
     out = done.stdout
