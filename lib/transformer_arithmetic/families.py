@@ -524,7 +524,23 @@ class Family:
     """One model family's layout, as ``transformers`` builds it from a config.
 
     Sizes are read from ``names`` (the family's own field names first). Each part is a
-    constant, a ``Flag`` (a config field with the family's default) or a named rule."""
+    constant, a ``Flag`` (a config field with the family's default) or a named rule:
+
+    - attention: ``kv_heads`` and ``head_dim`` (rules), ``qkv_bias`` and ``out_bias``,
+      ``qk_norm``, ``windows`` (which layers see only recent positions), ``latent``
+      (DeepSeek's compressed cache), ``stores_every_head`` (transformers' cache copies keys
+      and values out to every query head);
+    - feed-forward: ``ffn_width`` (None: no feed-forward part), ``gated``, ``mlp_bias``,
+      ``experts`` (which layers hold a mixture of experts);
+    - ``mixers``: which layers are running summaries (Mamba) instead of attention;
+    - normalisation: ``norm`` ("rms", "layer", "scale" or "fixed", or a rule),
+      ``norms_per_layer``, ``final_norm``, ``embedding_norm``;
+    - embeddings and head: ``positions`` (fields giving a learned position table's rows, with
+      ``position_default`` and ``position_offset``), ``embedding_width`` (OPT's narrower
+      embeddings), ``tied`` (the family's ``tie_word_embeddings`` default; None: the file
+      must say), ``head_bias``;
+    - ``refuse_if_true``: fields that describe a model this calculator does not count;
+      ``no_count``: fields the family reads that change no count."""
 
     title: str
     model_types: tuple[str, ...]
