@@ -18,6 +18,8 @@ Modules, each named after a concept:
 - ``prose``        gluing computed numbers into the text
 - ``reference_model``  a plain PyTorch decoder built to a shape: the independent reference
 - ``hf_config``    a Hugging Face style config.json read into a ``ModelShape``
+- ``families``     how each model family's config.json describes its layers (as transformers reads it)
+- ``layout``       a published architecture's exact parts, layer by layer, and what they hold and cost
 - ``report``       the key numbers for one model on one accelerator
                    (``python -m transformer_arithmetic report CONFIG.json``)
 """

@@ -15,6 +15,15 @@ from .hf_config import example_config_path, example_configs, read_config
 from .report import format_report, parse_accelerator, report
 
 
+class _UsageError(Exception):
+    """A bad command line: reported in one line with exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line instead of argparse's usage block and exit
+        raise _UsageError(message)
+
+
 def _accelerator(text: str):
     try:
         return parse_accelerator(text)
@@ -23,7 +32,7 @@ def _accelerator(text: str):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m transformer_arithmetic",
         description="The arithmetic of transformers for your own model: parameters, memory, time.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -31,8 +40,8 @@ def _parser() -> argparse.ArgumentParser:
         "report", help="print the arithmetic for one config.json",
         description="Read a Hugging Face style config.json (sizes only) and print parameters, "
                     "memory, cache, what fits, time per token, prefill and throughput.")
-    rep.add_argument("config", help="path to a config.json, or the name of a shipped example "
-                                    "(see the 'configs' command)")
+    rep.add_argument("config", help="path to a config.json (or its folder), or the name of a shipped "
+                                    "example (see the 'configs' command)")
     rep.add_argument("--accelerator", default="example", type=_accelerator,
                      metavar="example|FLOPS,BYTES_PER_S,MEMORY_GIB",
                      help="'example' (the book's example accelerator, the default) or three numbers: "
@@ -42,26 +51,45 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if args.command == "configs":
-        for path in example_configs():
-            print(f"{path.stem:<16} {path}")
-        return 0
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+def _report(args: argparse.Namespace) -> str:
     path = Path(args.config)
+    if not path.exists():
+        try:
+            path = example_config_path(args.config)  # a shipped example by name
+        except ValueError as err:
+            raise ValueError(f"no file {args.config!r}, and {err}") from None
+    model, notes = read_config(path)
+    result = report(model, args.accelerator, notes=notes)
+    return json.dumps(result, indent=2, allow_nan=False) if args.json else format_report(result)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line with ``argv``; return the exit code (0 done, 1 a config that cannot
+    be read or is refused, 2 a bad argument). Every error is one line on standard error."""
     try:
-        if not path.exists():
-            try:
-                path = example_config_path(args.config)  # a shipped example by name
-            except ValueError as err:
-                raise ValueError(f"no file {args.config!r}, and {err}") from None
-        model, notes = read_config(path)
-        result = report(model, args.accelerator, notes=notes)
-    except (OSError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        args = _parser().parse_args(argv)
+    except _UsageError as err:
+        print(f"error: {_one_line(err)}", file=sys.stderr)
+        return 2
+    except SystemExit as done:  # --help prints and stops
+        return done.code if isinstance(done.code, int) else 0
+    try:
+        if args.command == "configs":
+            text = "\n".join(f"{path.stem:<16} {path}" for path in example_configs())
+        else:
+            text = _report(args)
+    except (OSError, ValueError, ArithmeticError, RecursionError, MemoryError) as err:
+        print(f"error: {_one_line(err)}", file=sys.stderr)
         return 1
-    print(json.dumps(result, indent=2) if args.json else format_report(result))
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader stopped early (e.g. piped into head)
+        sys.stdout = None  # type: ignore[assignment]  # nothing more can be written
     return 0
 
 

@@ -1,222 +1,269 @@
 """Reading a Hugging Face style ``config.json`` into a ``ModelShape``, guessing nothing silently.
 
-Only the sizes are read: no weights, nothing from the internet. Each field the
-arithmetic needs is read by name; a missing or inconsistent field raises a
-ValueError that names it. Where a documented default is used (for example
-``num_key_value_heads`` absent means plain multi-head attention), a sentence saying
-so is added to the list of notes returned beside the shape, and the report prints it.
+Only the sizes are read: no weights, nothing from the internet. The file's
+``model_type`` names its family, and ``families.py`` reads the family the way the
+``transformers`` library does: the family's own field names and aliases, the defaults
+of its config class for fields the file leaves out, and the layout of its blocks
+(normalisations, biases, position table, attention kind, windowed layers, experts,
+running-summary layers). The result is a ``ModelShape`` whose ``layout`` holds every
+part, and a list of notes: which family it was read as, each default used, and where
+``transformers`` itself stores more than the architecture needs.
 
-The rules:
+Refused, with one line naming the field:
 
-- ``num_hidden_layers``, ``num_attention_heads``, ``hidden_size``, ``intermediate_size``,
-  ``vocab_size`` are required (GPT-2's ``n_layer``, ``n_head``, ``n_embd``, ``n_inner``
-  are accepted as the same fields; GPT-2's ``n_inner: null`` means four times the width).
-- ``num_key_value_heads`` defaults to the number of heads; it must divide them.
-- ``head_dim`` is used when present; otherwise ``hidden_size // num_attention_heads``,
-  which must divide exactly.
-- ``tie_word_embeddings`` defaults to true (the Hugging Face default).
-- ``torch_dtype`` (or ``dtype``): float32 is 4 bytes a number, float16 and bfloat16 are 2;
-  anything else, or nothing, is an error.
-- Feed-forward layout: an explicit ``"gated_ffn": true/false`` wins. Otherwise a
-  ``model_type`` in ``GATED_MODEL_TYPES`` (LLaMA, Mistral, Qwen, Gemma, ...) means three
-  matrices (gate, up, down) and one in ``PLAIN_MODEL_TYPES`` (GPT-2, GPT-NeoX, ...) means
-  two. For any other ``model_type`` the activation decides: a GLU name (``swiglu``,
-  ``geglu``, ``reglu``) or ``silu``/``swish`` means gated, a ``gelu``/``relu`` family name
-  means plain; anything else is an error asking for ``gated_ffn``.
-- Mixtures of experts (``num_local_experts`` and the like above one) are refused, and a
-  ``sliding_window`` is noted as ignored (the cache is counted for every token).
-- Normalisation: ``rms_norm_eps`` means RMSNorm (a scale only); ``layer_norm_eps`` (or
-  GPT-2's ``layer_norm_epsilon``) means LayerNorm (a scale and a bias). Both or neither
-  is an error.
+- a missing size, or a field with a value of the wrong kind or size;
+- a field that changes a count in some family but is not read by this one (a window, an
+  expert count, a key-value head count, a bias, ...), since the count could not follow it;
+- ``quantization_config`` (the weights are stored in another format than ``torch_dtype``),
+  ``per_layer_config`` (layers that differ field by field) and encoder-decoder models;
+- for a ``model_type`` the calculator does not know: anything beyond the plain Llama
+  layout (two norms a layer, no biases, no position table, one dense feed-forward part)
+  and a short list of fields that change no count. Such a file must say
+  ``tie_word_embeddings``, and whether its feed-forward part is gated is taken from
+  ``"gated_ffn": true|false`` or else from the activation's name; ``rms_norm_eps`` means
+  RMSNorm and ``layer_norm_eps`` LayerNorm.
+
+``torch_dtype`` (or ``dtype``) must be float32 (4 bytes a number), float16 or bfloat16 (2);
+without it the model counts as float32, which is what ``transformers`` builds then (noted).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
+from .families import FAMILIES, GENERIC, GPT2_NAMES, STRUCTURE_FIELDS, Family, Reader, family_for, width_field
+from .layout import Attention, Experts, LatentAttention, Layout
 from .shapes import ModelShape
 
 __all__ = [
-    "GATED_MODEL_TYPES", "PLAIN_MODEL_TYPES", "DTYPE_BYTES", "shape_from_config",
+    "GATED_MODEL_TYPES", "PLAIN_MODEL_TYPES", "DTYPE_BYTES", "HARMLESS_FIELDS", "shape_from_config",
     "read_config", "example_configs", "example_config_path",
 ]
 
-GATED_MODEL_TYPES = frozenset({
-    "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text",
-    "phi3", "olmo", "olmo2", "granite", "cohere", "internlm2", "yi",
-})
-"""Model types whose feed-forward part is gated: three matrices (gate, up, down)."""
+GATED_MODEL_TYPES = frozenset(t for f in FAMILIES if f.ffn_width is not None and f.gated for t in f.model_types)
+"""Known model types whose feed-forward part is gated: three matrices (gate, up, down)."""
 
-PLAIN_MODEL_TYPES = frozenset({
-    "gpt2", "gpt_neox", "gptj", "gpt_bigcode", "opt", "bloom", "falcon", "phi", "starcoder2",
-})
-"""Model types whose feed-forward part is plain: two matrices with one activation between."""
+PLAIN_MODEL_TYPES = frozenset(t for f in FAMILIES if f.ffn_width is not None and not f.gated for t in f.model_types)
+"""Known model types whose feed-forward part is plain: two matrices with one activation between."""
 
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 """Bytes a number takes for each ``torch_dtype`` the reader accepts."""
 
+MAX_FILE_BYTES = 10 * 2**20
+"""Largest config file read (published ones are a few kilobytes)."""
+
 _GATED_ACTIVATIONS = {"swiglu", "geglu", "reglu", "silu", "swish"}
 _PLAIN_ACTIVATIONS = {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "relu", "quick_gelu"}
 
-# GPT-2 style names that mean the same as the usual fields.
-_ALIASES = {
-    "num_hidden_layers": "n_layer",
-    "num_attention_heads": "n_head",
-    "hidden_size": "n_embd",
-    "intermediate_size": "n_inner",
-    "hidden_act": "activation_function",
-    "layer_norm_eps": "layer_norm_epsilon",
-}
-_MISSING = object()
-_EXPERT_FIELDS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+HARMLESS_FIELDS = frozenset({
+    "architectures", "model_type", "transformers_version", "torch_dtype", "dtype", "_name_or_path",
+    "name_or_path", "auto_map", "bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id",
+    "unk_token_id", "decoder_start_token_id", "initializer_range", "use_cache", "rope_theta", "rope_scaling",
+    "rope_parameters", "rope_interleave", "partial_rotary_factor", "max_position_embeddings",
+    "original_max_position_embeddings", "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon",
+    "norm_epsilon", "hidden_act", "hidden_activation", "activation_function", "attention_dropout",
+    "hidden_dropout", "dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop", "classifier_dropout",
+    "embedding_dropout", "residual_dropout", "pretraining_tp", "output_attentions", "output_hidden_states",
+    "return_dict", "id2label", "label2id", "num_labels", "problem_type", "task_specific_params",
+    "tokenizer_class", "torchscript", "chunk_size_feed_forward", "is_decoder", "logits_scaling",
+    "embedding_multiplier", "residual_multiplier", "attention_multiplier", "logit_scale",
+    "final_logit_softcapping", "attn_logit_softcapping", "query_pre_attn_scalar", "cache_implementation",
+    "use_bfloat16", "clip_qkv", "max_length", "tie_encoder_decoder", "is_encoder_decoder",
+    "add_cross_attention", "quantization_config", "per_layer_config",
+})
+"""Fields that change no count, accepted in a file whose ``model_type`` is not a known family
+(the last few are checked separately and refused when they describe something else)."""
+
+_OTHER_NAMES = {"n_layer": "num_hidden_layers", "n_head": "num_attention_heads", "n_embd": "hidden_size",
+                "n_embed": "hidden_size", "n_inner": "intermediate_size", "num_kv_heads": "num_key_value_heads",
+                "n_positions": "max_position_embeddings"}
 
 
-def _field(cfg: dict, key: str):
-    """The value of ``key`` (or its GPT-2 alias); _MISSING if neither is present or both are null."""
-    values = [cfg[k] for k in (key, _ALIASES.get(key)) if k is not None and k in cfg]
-    present = [v for v in values if v is not None]
-    if len(present) == 2 and present[0] != present[1]:
-        raise ValueError(f"{key}={present[0]!r} and {_ALIASES[key]}={present[1]!r} disagree")
-    return present[0] if present else _MISSING
+def _bytes_per_number(cfg: dict, notes: list[str]) -> int:
+    keys = [k for k in ("torch_dtype", "dtype") if cfg.get(k) is not None]
+    if not keys:
+        notes.append("torch_dtype not given: using float32, 4 bytes a number (what transformers builds when "
+                     'the file does not say; add e.g. "torch_dtype": "bfloat16" for 2)')
+        return 4
+    for k in keys:
+        if not isinstance(cfg[k], str):
+            raise ValueError(f"config field {k} must be a string such as \"bfloat16\", got {_short(cfg[k])}")
+    values = {cfg[k].removeprefix("torch.") for k in keys}
+    if len(values) > 1:
+        raise ValueError(f"config fields torch_dtype and dtype disagree: {sorted(values)}")
+    value = values.pop()
+    if value not in DTYPE_BYTES:
+        raise ValueError(f"config field torch_dtype={_short(value)} is not one of {sorted(DTYPE_BYTES)}")
+    return DTYPE_BYTES[value]
 
 
-def _whole(cfg: dict, key: str) -> int:
-    value = _field(cfg, key)
-    if value is _MISSING:
-        raise ValueError(f"config field {key} is missing")
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"config field {key} must be a whole number >= 1, got {value!r}")
-    return value
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _flag(cfg: dict, key: str, default: bool, notes: list[str], why: str) -> bool:
-    value = cfg.get(key, _MISSING)
-    if value is _MISSING or value is None:
-        notes.append(f"{key} not given: using {str(default).lower()} ({why})")
-        return default
-    if not isinstance(value, bool):
-        raise ValueError(f"config field {key} must be true or false, got {value!r}")
-    return value
-
-
-def _gated(cfg: dict, notes: list[str]) -> bool:
-    explicit = cfg.get("gated_ffn", _MISSING)
-    if explicit is not _MISSING:
+def _generic(cfg: dict, model_type: str | None, notes: list[str]) -> Family:
+    """The plain Llama layout for an unknown ``model_type``, with the gate and the norm read from the file."""
+    names = {key: tuple(dict.fromkeys(GPT2_NAMES[key][::-1])) for key in GPT2_NAMES}
+    explicit = cfg.get("gated_ffn")
+    if explicit is not None:
         if not isinstance(explicit, bool):
-            raise ValueError(f"config field gated_ffn must be true or false, got {explicit!r}")
-        notes.append(f"feed-forward: {'gated' if explicit else 'plain'}, as gated_ffn says")
-        return explicit
-    model_type = cfg.get("model_type")
-    if model_type in GATED_MODEL_TYPES:
-        notes.append(f"feed-forward: gated (three matrices), because model_type {model_type!r} is a gated layout")
-        return True
-    if model_type in PLAIN_MODEL_TYPES:
-        notes.append(f"feed-forward: plain (two matrices), because model_type {model_type!r} is a plain layout")
-        return False
-    act_key = "hidden_activation" if cfg.get("hidden_activation") is not None else "hidden_act"
-    act = _field(cfg, act_key) if act_key == "hidden_act" else cfg["hidden_activation"]
-    if act is _MISSING:
-        raise ValueError(
-            f"config field hidden_act is missing and model_type {model_type!r} is not a known layout: "
-            'add "gated_ffn": true or false')
-    name = str(act).lower()
-    if name in _GATED_ACTIVATIONS:
-        notes.append(f"feed-forward: gated (three matrices), judged from {act_key}={act!r} "
-                     'for an unknown model_type; set "gated_ffn" to override')
-        return True
-    if name in _PLAIN_ACTIVATIONS:
-        notes.append(f"feed-forward: plain (two matrices), judged from {act_key}={act!r} "
-                     'for an unknown model_type; set "gated_ffn" to override')
-        return False
-    raise ValueError(f"config field {act_key}={act!r} does not say whether the feed-forward part is "
-                     'gated: add "gated_ffn": true or false')
-
-
-def _norm_bias(cfg: dict) -> bool:
+            raise ValueError(f"config field gated_ffn must be true or false, got {_short(explicit)}")
+        gated = explicit
+        notes.append(f"feed-forward: {'gated' if gated else 'plain'}, as gated_ffn says")
+    else:
+        act_key = next((k for k in ("hidden_act", "hidden_activation", "activation_function")
+                        if cfg.get(k) is not None), None)
+        if act_key is None:
+            raise ValueError(f"config field hidden_act is missing and model_type {model_type!r} is not a known "
+                             'family: add "gated_ffn": true or false')
+        act = cfg[act_key]
+        name = act.lower() if isinstance(act, str) else None
+        if name in _GATED_ACTIVATIONS:
+            gated = True
+        elif name in _PLAIN_ACTIVATIONS:
+            gated = False
+        else:
+            raise ValueError(f"config field {act_key}={_short(act)} does not say whether the feed-forward part is "
+                             'gated: add "gated_ffn": true or false')
+        notes.append(f"feed-forward: {'gated (three matrices)' if gated else 'plain (two matrices)'}, judged "
+                     f"from {act_key}={act!r} for an unknown model_type; set \"gated_ffn\" to override")
     rms = cfg.get("rms_norm_eps") is not None
-    layer = _field(cfg, "layer_norm_eps") is not _MISSING
+    layer = cfg.get("layer_norm_eps") is not None or cfg.get("layer_norm_epsilon") is not None
     if rms and layer:
         raise ValueError("config fields rms_norm_eps and layer_norm_eps are both set: "
                          "the normalisation must be one or the other")
     if not (rms or layer):
         raise ValueError("config field rms_norm_eps (RMSNorm) or layer_norm_eps (LayerNorm) is missing")
-    return layer
+    return dataclasses.replace(
+        GENERIC, names=names, gated=gated, norm="layer" if layer else "rms", tied=None,
+        ffn_width=width_field("intermediate_size", "n_inner"))
 
 
-def _bytes_per_number(cfg: dict) -> int:
-    keys = [k for k in ("torch_dtype", "dtype") if cfg.get(k) is not None]
-    if not keys:
-        raise ValueError('config field torch_dtype is missing: add e.g. "torch_dtype": "bfloat16" '
-                         "to say how many bytes each number takes")
-    values = {str(cfg[k]).removeprefix("torch.") for k in keys}
-    if len(values) > 1:
-        raise ValueError(f"config fields torch_dtype and dtype disagree: {sorted(values)}")
-    value = values.pop()
-    if value not in DTYPE_BYTES:
-        raise ValueError(f"config field torch_dtype={value!r} is not one of {sorted(DTYPE_BYTES)}")
-    return DTYPE_BYTES[value]
+def _neutral(value: object) -> bool:
+    return value is None or value is False or value == [] or value == ""
+
+
+def _refuse_unread(cfg: dict, r: Reader, family: Family, used: dict[str, int], known: bool) -> None:
+    """Stop at a field that could change a count but was not read for this family."""
+    for key in sorted(cfg):
+        if key in r.read:
+            continue
+        value = cfg[key]
+        if key == "gated_ffn" and known and value is not None and value != used[key]:
+            raise ValueError(f"config field gated_ffn={_short(value)} contradicts the {family.title} layout")
+        if _neutral(value) or used.get(key) == value:
+            continue
+        if not known:
+            if key in HARMLESS_FIELDS:
+                continue
+            raise ValueError(f"config field {key}={_short(value)} is not understood for model_type "
+                             f"{cfg.get('model_type')!r}, which is not a family this calculator knows, and "
+                             "it could change the count")
+        if key in STRUCTURE_FIELDS:
+            hint = f" (they read {_OTHER_NAMES[key]})" if key in _OTHER_NAMES else ""
+            raise ValueError(f"config field {key}={_short(value)} is not read by {family.title} models in "
+                             f"transformers{hint}, so the count cannot follow it")
+
+
+def _refuse_global(cfg: dict) -> None:
+    for key, why in (("quantization_config", "the weights are stored in another format than torch_dtype, "
+                      "and this calculator counts bytes at torch_dtype only (remove the field to count the "
+                      "model unquantised)"),
+                     ("per_layer_config", "layers that differ field by field are not covered")):
+        if not _neutral(cfg.get(key)):
+            raise ValueError(f"config field {key} is set: {why}")
+    if cfg.get("is_encoder_decoder") not in (None, False) or cfg.get("add_cross_attention") not in (None, False):
+        raise ValueError("config field is_encoder_decoder (or add_cross_attention) is set: this calculator "
+                         "covers decoder-only models")
+
+
+def _summary(layout: Layout, bpn: int, name: str) -> ModelShape:
+    """The ``ModelShape`` fields that describe the model for display (the layout does the counting)."""
+    first = next((b.mixer for b in layout.blocks if isinstance(b.mixer, (Attention, LatentAttention))), None)
+    if isinstance(first, Attention):
+        heads, kv_heads, head_dim = first.heads, first.kv_heads, first.head_dim
+    elif isinstance(first, LatentAttention):  # one latent shared by every head, like multi-query
+        heads, kv_heads, head_dim = first.heads, 1, first.nope_dim + first.rope_dim
+    else:  # no attention at all: a single head as wide as the model, which no count uses
+        heads, kv_heads, head_dim = 1, 1, layout.width
+    ffn = next((b.ffn for b in layout.blocks if b.ffn is not None), None)
+    ffn_width = ffn.inner if ffn is not None else layout.width
+    gated = isinstance(ffn, Experts) or bool(ffn is not None and ffn.gated)
+    return ModelShape(layers=len(layout.blocks), heads=heads, head_dim=head_dim, ffn_width=ffn_width,
+                      vocab=layout.vocab, kv_heads=kv_heads, width=layout.width, bytes_per_number=bpn,
+                      gated_ffn=gated, tied_embeddings=layout.tied, norm_bias=layout.norm == "LayerNorm",
+                      name=name, layout=layout)
+
+
+def _layout_notes(layout: Layout, bpn: int, cfg: dict) -> list[str]:
+    """Notes on what transformers keeps beyond the architecture, and on float32 parts."""
+    notes = []
+    stored = layout.stored_cache_bytes(bpn, 1) - layout.state_bytes(bpn)
+    if stored != layout.cache_bytes_per_token(bpn):
+        notes.append(f"transformers' own cache holds {stored:,} bytes a token (keys and values copied out to "
+                     f"every query head); the architecture needs {layout.cache_bytes_per_token(bpn):,}, "
+                     "which is the figure used here")
+    if layout.float32_parameters:
+        notes.append(f"the routers ({layout.float32_parameters:,} numbers) are held in float32, as transformers "
+                     "builds them")
+    mtp = cfg.get("num_nextn_predict_layers")
+    if isinstance(mtp, int) and not isinstance(mtp, bool) and mtp > 0:
+        notes.append(f"num_nextn_predict_layers={mtp}: the published weights also hold {mtp} "
+                     "multi-token-prediction layer(s), which transformers does not build and this count leaves out")
+    return notes
 
 
 def shape_from_config(cfg: dict, name: str = "model") -> tuple[ModelShape, list[str]]:
-    """A ``ModelShape`` from a config dictionary, and the notes saying every default and rule used."""
+    """A ``ModelShape`` (with its exact ``layout``) from a config dictionary, and the notes saying
+    which family it was read as and every default and rule used."""
     if not isinstance(cfg, dict):
         raise ValueError(f"a config must be a JSON object, got {type(cfg).__name__}")
+    model_type = cfg.get("model_type")
+    if model_type is not None and not isinstance(model_type, str):
+        raise ValueError(f"config field model_type must be a string, got {_short(model_type)}")
+    _refuse_global(cfg)
+    family = family_for(model_type)
+    known = family is not GENERIC
     notes: list[str] = []
-    for key in _EXPERT_FIELDS:
-        if isinstance(cfg.get(key), int) and not isinstance(cfg[key], bool) and cfg[key] > 1:
-            raise ValueError(f"config field {key}={cfg[key]} describes a mixture of experts, which this "
-                             "arithmetic does not cover (it counts one dense feed-forward part per layer)")
-    layers = _whole(cfg, "num_hidden_layers")
-    heads = _whole(cfg, "num_attention_heads")
-    width = _whole(cfg, "hidden_size")
-    vocab = _whole(cfg, "vocab_size")
-    if cfg.get("num_key_value_heads") is None:
-        kv_heads = heads
-        notes.append(f"num_key_value_heads not given: using num_attention_heads ({heads}), "
-                     "plain multi-head attention")
+    if not known:
+        family = _generic(cfg, model_type, notes)
+        notes.insert(0, f"model_type {model_type!r} is not a family this calculator knows: {family.summary}")
     else:
-        kv_heads = _whole(cfg, "num_key_value_heads")
-        if kv_heads > heads or heads % kv_heads:
-            raise ValueError(f"config field num_key_value_heads={kv_heads} does not divide "
-                             f"num_attention_heads={heads}")
-    if cfg.get("head_dim") is not None:
-        head_dim = _whole(cfg, "head_dim")
-    else:
-        if width % heads:
-            raise ValueError(f"config field head_dim is missing and hidden_size={width} is not a "
-                             f"multiple of num_attention_heads={heads}")
-        head_dim = width // heads
-        notes.append(f"head_dim not given: using hidden_size / num_attention_heads = {head_dim}")
-    if _field(cfg, "intermediate_size") is _MISSING and cfg.get("model_type") == "gpt2" and "n_inner" in cfg:
-        ffn_width = 4 * width
-        notes.append(f"n_inner is null: using four times hidden_size = {ffn_width:,} (the GPT-2 rule)")
-    else:
-        ffn_width = _whole(cfg, "intermediate_size")
-    tied = _flag(cfg, "tie_word_embeddings", True, notes, "the Hugging Face default: the output head "
-                 "shares the embedding matrix")
-    gated = _gated(cfg, notes)
-    norm_bias = _norm_bias(cfg)
-    shape = ModelShape(
-        layers=layers, heads=heads, head_dim=head_dim, ffn_width=ffn_width, vocab=vocab,
-        kv_heads=kv_heads, width=width, bytes_per_number=_bytes_per_number(cfg),
-        gated_ffn=gated, tied_embeddings=tied, norm_bias=norm_bias, name=name,
-    )
-    if cfg.get("sliding_window") is not None:
-        notes.append(f"sliding_window={cfg['sliding_window']!r} is ignored: the cache is counted for "
-                     "every token of the conversation")
-    notes.append("not counted: biases inside the attention and feed-forward matrices, learned "
-                 "position tables, and anything outside a decoder-only stack")
-    return shape, notes
+        notes.append(f"read as {family.title} ({model_type}), as transformers builds it: {family.summary}")
+    r = Reader(cfg, family.title)
+    layout = family.build(r)
+    bpn = _bytes_per_number(cfg, notes)
+    shape = _summary(layout, bpn, name)
+    used = {"num_key_value_heads": shape.kv_heads, "num_kv_heads": shape.kv_heads, "head_dim": shape.head_dim,
+            "num_attention_heads": shape.heads, "intermediate_size": shape.ffn_width, "n_inner": shape.ffn_width,
+            "ffn_dim": shape.ffn_width, "ffn_hidden_size": shape.ffn_width, "gated_ffn": shape.gated_ffn,
+            "hidden_size": shape.width, "n_embd": shape.width, "n_embed": shape.width,
+            "num_hidden_layers": shape.layers, "n_layer": shape.layers, "n_head": shape.heads}
+    _refuse_unread(cfg, r, family, used, known)
+    return shape, notes + r.notes + _layout_notes(layout, bpn, cfg)
 
 
 def read_config(path: str | Path) -> tuple[ModelShape, list[str]]:
     """The shape described by a ``config.json`` file (named after the file), and its notes."""
     path = Path(path)
+    if path.is_dir():
+        path = path / "config.json"
+    with path.open("rb") as f:
+        data = f.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise ValueError(f"{path.name} is larger than {MAX_FILE_BYTES // 2**20} MiB: not a config.json")
     try:
-        cfg = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
+        cfg = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError(f"{path.name} is not UTF-8 text") from None
+    except ValueError as err:  # malformed JSON, or a number too long to read
         raise ValueError(f"{path.name} is not valid JSON: {err}") from None
-    return shape_from_config(cfg, name=path.stem)
+    except RecursionError:
+        raise ValueError(f"{path.name} is nested too deeply to be a config.json") from None
+    stem = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
+    return shape_from_config(cfg, name=stem)
 
 
 def example_configs() -> list[Path]:

@@ -10,11 +10,14 @@ __all__ = [
     "longest_conversation", "conversations_that_fit", "score_grid_bytes",
     "summary_state_bytes", "hybrid_cache_bytes", "layer_activation_bytes", "activation_bytes",
     "logits_bytes",
+    "active_parameter_count", "weight_bytes_read", "running_summary_bytes", "kv_bytes_per_token_past_windows",
 ]
 
 
 def attention_params(m: ModelShape) -> int:
     """Weights of one attention part (query, key, value and output matrices), a count."""
+    if m.layout is not None:
+        return m.layout.uniform(lambda b: b.mixer.parameters if b.mixer.pair_flops else None, "attention part")
     q_and_out = 2 * m.width * m.heads * m.head_dim
     k_and_v = 2 * m.width * m.kv_heads * m.head_dim
     return q_and_out + k_and_v
@@ -22,6 +25,8 @@ def attention_params(m: ModelShape) -> int:
 
 def ffn_params(m: ModelShape) -> int:
     """Weights of one feed-forward part (two matrices, or three when gated), a count."""
+    if m.layout is not None:  # a mixture of experts: every expert, the router and any shared expert
+        return m.layout.uniform(lambda b: b.ffn.parameters if b.ffn else None, "feed-forward part")
     return (3 if m.gated_ffn else 2) * m.width * m.ffn_width
 
 
@@ -31,17 +36,23 @@ def _norm_params(m: ModelShape) -> int:
 
 def layer_params(m: ModelShape) -> int:
     """Trainable numbers in one block: attention, feed-forward and its two normalisations."""
+    if m.layout is not None:
+        return m.layout.uniform(lambda b: b.parameters, "block")
     return attention_params(m) + ffn_params(m) + 2 * _norm_params(m)
 
 
 def parameter_count(m: ModelShape) -> int:
     """Trainable numbers in the whole model: embeddings, every block, the final norm, the head."""
+    if m.layout is not None:
+        return m.layout.parameters
     embeddings = m.vocab * m.width * (1 if m.tied_embeddings else 2)
     return embeddings + m.layers * layer_params(m) + _norm_params(m)
 
 
 def weight_bytes(m: ModelShape) -> int:
     """Bytes the weights occupy at ``m.bytes_per_number`` bytes each."""
+    if m.layout is not None:  # a few parts may be held in float32 (see layout.py)
+        return m.layout.weight_bytes(m.bytes_per_number)
     return parameter_count(m) * m.bytes_per_number
 
 
@@ -77,6 +88,8 @@ def training_memory(
 
 def kv_bytes_per_token(m: ModelShape) -> int:
     """Bytes of keys and values one token adds to the cache, over all layers."""
+    if m.layout is not None:  # while no window is full yet
+        return m.layout.cache_bytes_per_token(m.bytes_per_number)
     return 2 * m.layers * m.kv_heads * m.head_dim * m.bytes_per_number
 
 
@@ -84,6 +97,8 @@ def kv_cache_bytes(m: ModelShape, tokens: int, window: int | None = None) -> int
     """Bytes of cache one conversation of ``tokens`` holds (only the last ``window`` if set)."""
     count("tokens", tokens)
     kept = tokens if window is None else min(tokens, count("window", window, minimum=1))
+    if m.layout is not None:  # windowed layers keep their window, running summaries a fixed state
+        return m.layout.cache_bytes(m.bytes_per_number, kept)
     return kept * kv_bytes_per_token(m)
 
 
@@ -99,12 +114,19 @@ def longest_conversation(m: ModelShape, acc: Accelerator) -> int:
     free = acc.memory_bytes - weight_bytes(m)
     if free < 0:
         raise ValueError(f"the weights ({weight_bytes(m)} bytes) do not fit in {acc.memory_bytes} bytes")
+    if m.layout is not None:  # None: the cache stops growing (windows, running summaries) and fits
+        return m.layout.longest_conversation(m.bytes_per_number, free)
     return free // kv_bytes_per_token(m)
 
 
 def conversations_that_fit(m: ModelShape, acc: Accelerator, tokens: int) -> int:
     """Conversations of ``tokens`` each whose caches fit beside one copy of the weights."""
     count("tokens", tokens, minimum=1)
+    if m.layout is not None:  # windows and running summaries make the cache a curve, not a line
+        free = acc.memory_bytes - weight_bytes(m)
+        if free < 0:
+            raise ValueError(f"the weights ({weight_bytes(m)} bytes) do not fit in {acc.memory_bytes} bytes")
+        return free // kv_cache_bytes(m, tokens)
     return longest_conversation(m, acc) // tokens
 
 
@@ -174,3 +196,33 @@ def logits_bytes(m: ModelShape, batch: int, seq_len: int, bytes_per_number: int 
     position of the batch, at ``bytes_per_number`` bytes (4: the loss is taken in 32-bit floats)."""
     tokens = count("batch", batch, minimum=1) * count("seq_len", seq_len, minimum=1)
     return tokens * m.vocab * count("bytes_per_number", bytes_per_number, minimum=1)
+
+
+# --- Published architectures (ModelShape.layout): experts and running summaries ------------------
+
+def active_parameter_count(m: ModelShape) -> int:
+    """Parameters one token's step multiplies: all of them for a dense model; for a mixture of
+    experts, only the experts the router picks plus everything outside the experts."""
+    return parameter_count(m) if m.layout is None else m.layout.active_parameters
+
+
+def weight_bytes_read(m: ModelShape, tokens: int = 1) -> int:
+    """Bytes of weights one step reads when it carries ``tokens`` tokens at once: every weight
+    for a dense model; for a mixture of experts, the experts those tokens are expected to
+    touch if each picks its experts at random (all of them once the batch is large)."""
+    count("tokens", tokens)
+    return weight_bytes(m) if m.layout is None else m.layout.read_bytes(m.bytes_per_number, tokens)
+
+
+def running_summary_bytes(m: ModelShape) -> int:
+    """Bytes of running-summary (state-space) state one conversation holds, whatever its length
+    (0 for a model of attention layers only)."""
+    return 0 if m.layout is None else m.layout.state_bytes(m.bytes_per_number)
+
+
+def kv_bytes_per_token_past_windows(m: ModelShape) -> int:
+    """Bytes each token adds to the cache once every windowed layer's window is full (only the
+    layers that see the whole conversation still grow); ``kv_bytes_per_token`` without windows."""
+    if m.layout is None:
+        return kv_bytes_per_token(m)
+    return m.layout.cache_bytes_per_token_past_windows(m.bytes_per_number)

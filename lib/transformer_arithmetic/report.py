@@ -9,9 +9,11 @@ the arithmetic and the reading, so a real chip is slower, never faster.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from . import memory, timing, work
+from .layout import Experts
 from .prose import size_text
 from .shapes import EXAMPLE_ACCELERATOR, GIB, KIB, Accelerator, ModelShape
 
@@ -28,6 +30,10 @@ BATCHES = (1, 8, 32, 64, 128, 256)
 BATCH_CONTEXT = 2_048
 """Tokens already in each conversation for the throughput table."""
 
+ACCELERATOR_RANGES = ((1.0, 1e30), (1.0, 1e30), (1e-6, 1e12))
+"""Accepted ranges of an accelerator's operations a second, bytes a second and memory in GiB:
+far beyond any real chip, yet narrow enough that every time and count stays a finite number."""
+
 
 def _limit(m: ModelShape, acc: Accelerator, context: int, batch: int = 1) -> str:
     reading = timing.reading_time(m, acc, context, batch)
@@ -43,8 +49,12 @@ def report(
     batch_context: int = BATCH_CONTEXT,
     notes: Sequence[str] = (),
 ) -> dict:
-    """Every headline number for ``model`` on ``acc``, as plain ints, floats, strings and lists
-    (bytes in bytes, times in seconds), ready for ``json.dumps``."""
+    """Every headline number for ``model`` on ``acc``, as plain ints, floats, strings, lists and
+    None (bytes in bytes, times in seconds), ready for ``json.dumps``; every float is finite.
+
+    ``longest_conversation`` is None when the cache stops growing (every layer windowed or a
+    running summary) and fits however long the conversation gets; ``pairs_pass_weights_at``
+    is None when the pair work never passes the weight work."""
     m = model
     weights = memory.weight_bytes(m)
     fits = weights <= acc.memory_bytes
@@ -71,21 +81,20 @@ def report(
          "memory_bytes": memory.serving_bytes(m, batch_context, b), "fits": b <= batch_fit}
         for b in batches
     ]
-    return {
-        "model": {
-            "name": m.name, "layers": m.layers, "heads": m.heads, "kv_heads": m.kv_heads,
-            "head_dim": m.head_dim, "width": m.width, "ffn_width": m.ffn_width, "vocab": m.vocab,
-            "gated_ffn": m.gated_ffn, "tied_embeddings": m.tied_embeddings,
-            "norm": "LayerNorm" if m.norm_bias else "RMSNorm", "bytes_per_number": m.bytes_per_number,
-        },
+    result = {
+        "model": _model(m),
         "accelerator": {
             "name": acc.name, "flops_per_s": float(acc.flops_per_s),
             "bytes_per_s": float(acc.bytes_per_s), "memory_bytes": int(acc.memory_bytes),
         },
         "parameters": memory.parameter_count(m),
+        "active_parameters": memory.active_parameter_count(m),
         "weight_bytes": weights,
         "weights_fit": fits,
         "kv_bytes_per_token": memory.kv_bytes_per_token(m),
+        "kv_bytes_per_token_past_windows": memory.kv_bytes_per_token_past_windows(m),
+        "windows_full_at": m.layout.longest_window if m.layout is not None and m.layout.longest_window else None,
+        "running_summary_bytes": memory.running_summary_bytes(m),
         "longest_conversation": longest,
         "lengths": fit_rows,
         "decode": time_rows,
@@ -95,6 +104,42 @@ def report(
         "pairs_pass_weights_at": work.pairs_pass_weights_at(m),
         "notes": list(notes),
     }
+    _check_finite(result)
+    return result
+
+
+def _model(m: ModelShape) -> dict:
+    """The model's description: the summary fields, and for a published layout its family and layers."""
+    out = {
+        "name": m.name, "layers": m.layers, "heads": m.heads, "kv_heads": m.kv_heads,
+        "head_dim": m.head_dim, "width": m.width, "ffn_width": m.ffn_width, "vocab": m.vocab,
+        "gated_ffn": m.gated_ffn, "tied_embeddings": m.tied_embeddings,
+        "norm": "LayerNorm" if m.norm_bias else "RMSNorm", "bytes_per_number": m.bytes_per_number,
+    }
+    if m.layout is not None:
+        experts = [b.ffn for b in m.layout.blocks if isinstance(b.ffn, Experts)]
+        out.update({
+            "family": m.layout.family, "norm": m.layout.norm, "layer_kinds": m.layout.describe(),
+            "attention_layers": sum(1 for b in m.layout.blocks if b.mixer.pair_flops),
+            "windowed_layers": sum(1 for b in m.layout.blocks if b.kept is not None),
+            "running_summary_layers": sum(1 for b in m.layout.blocks if not b.mixer.pair_flops),
+            "expert_layers": len(experts),
+            "experts": experts[0].count if experts else None,
+            "experts_per_token": experts[0].per_token if experts else None,
+        })
+    return out
+
+
+def _check_finite(value: object, where: str = "report") -> None:
+    """Raise ValueError if any float in ``value`` is not finite (JSON has no NaN or infinity)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{where} is not a finite number ({value!r}): the accelerator's numbers are too extreme")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_finite(v, f"{where}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_finite(v, f"{where}[{i}]")
 
 
 def _bytes(n: float) -> str:
@@ -120,27 +165,57 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 def format_report(r: dict) -> str:
     """The dictionary from ``report`` as a readable plain-text table."""
     m, a = r["model"], r["accelerator"]
-    kv = "" if m["kv_heads"] == m["heads"] else f" ({m['kv_heads']} key-value heads)"
-    lines = [
-        f"Model {m['name']}: {m['layers']} layers, {m['heads']} heads of {m['head_dim']}{kv}, "
-        f"width {m['width']:,},",
-        f"  {'gated' if m['gated_ffn'] else 'plain'} feed-forward of width {m['ffn_width']:,}, "
-        f"vocabulary {m['vocab']:,}, {'tied' if m['tied_embeddings'] else 'separate'} "
-        f"embeddings, {m['norm']}, {m['bytes_per_number']} bytes a number",
+    if "family" in m:
+        lines = [f"Model {m['name']}: {m['family']}, {m['layers']} layers, width {m['width']:,}, "
+                 f"vocabulary {m['vocab']:,},",
+                 f"  {'tied' if m['tied_embeddings'] else 'separate'} embeddings, {m['norm']}, "
+                 f"{m['bytes_per_number']} bytes a number"]
+        lines += [f"  {kind}" for kind in m["layer_kinds"]]
+    else:
+        kv = "" if m["kv_heads"] == m["heads"] else f" ({m['kv_heads']} key-value heads)"
+        lines = [
+            f"Model {m['name']}: {m['layers']} layers, {m['heads']} heads of {m['head_dim']}{kv}, "
+            f"width {m['width']:,},",
+            f"  {'gated' if m['gated_ffn'] else 'plain'} feed-forward of width {m['ffn_width']:,}, "
+            f"vocabulary {m['vocab']:,}, {'tied' if m['tied_embeddings'] else 'separate'} "
+            f"embeddings, {m['norm']}, {m['bytes_per_number']} bytes a number"]
+    lines += [
         f"Accelerator {a['name']}: {a['flops_per_s']:.3g} operations/s, {a['bytes_per_s']:.3g} bytes/s, "
         f"{_bytes(a['memory_bytes'])}",
         "",
-        f"Parameters                  {r['parameters']:,}",
+    ]
+    if r["active_parameters"] != r["parameters"]:
+        lines += [
+            f"Parameters, total           {r['parameters']:,} (every expert: what memory holds)",
+            f"Parameters, active a token  {r['active_parameters']:,} (the experts one token is routed to and "
+            "everything else: what one token's step multiplies, and reads at batch 1)",
+        ]
+    else:
+        lines.append(f"Parameters                  {r['parameters']:,}")
+    lines += [
         f"Weights                     {_bytes(r['weight_bytes'])} ({r['weight_bytes']:,} bytes)",
         f"Cache per token             {_bytes(r['kv_bytes_per_token'])} ({r['kv_bytes_per_token']:,} bytes)",
     ]
-    if r["weights_fit"]:
+    if r["windows_full_at"] is not None:
+        lines.append(f"Cache per token past windows {_bytes(r['kv_bytes_per_token_past_windows'])} "
+                     f"(after {r['windows_full_at']:,} tokens only the layers without a window still grow)")
+    if r["running_summary_bytes"]:
+        lines.append(f"Running-summary state       {_bytes(r['running_summary_bytes'])} "
+                     f"({r['running_summary_bytes']:,} bytes a conversation, the same at any length)")
+    if not r["weights_fit"]:
+        lines.append("Longest conversation        none: the weights alone do not fit in memory")
+    elif r["longest_conversation"] is None:
+        lines.append("Longest conversation        no limit from memory: the cache stops growing "
+                     f"({_bytes(r['lengths'][-1]['cache_bytes'])} a conversation) and fits")
+    else:
         lines.append(f"Longest conversation        {r['longest_conversation']:,} tokens "
                      "(cache in the memory left after the weights)")
+    if r["pairs_pass_weights_at"] is None:
+        why = "the windows cap the pair work" if m.get("attention_layers") else "no attention layers"
+        lines.append(f"Pair work passes weights    never: {why}")
     else:
-        lines.append("Longest conversation        none: the weights alone do not fit in memory")
-    lines.append(f"Pair work passes weights at {r['pairs_pass_weights_at']:,} tokens "
-                 "(per layer, over a whole sequence)")
+        lines.append(f"Pair work passes weights at {r['pairs_pass_weights_at']:,} tokens "
+                     "(over all layers, for a whole sequence)")
     lines += ["", "Cache and memory by conversation length"]
     lines += _table(
         ["tokens", "cache", "conversations that fit"],
@@ -162,7 +237,28 @@ def format_report(r: dict) -> str:
     lines += [f"  - {note}" for note in r["notes"]]
     lines += ["  - times: the slower of the arithmetic and the reading (a roofline); real chips are slower",
               "  - each conversation's wait is the whole decode step, which grows with the batch"]
+    lines += [f"  - {rule}" for rule in rules(r)]
     return "\n".join(lines)
+
+
+def rules(r: dict) -> list[str]:
+    """The counting rules behind a report's numbers that depend on the model's kind of layers."""
+    m, out = r["model"], []
+    if r["active_parameters"] != r["parameters"]:
+        out.append(f"mixture of experts: one conversation's step multiplies and reads only the "
+                   f"{m['experts_per_token']} experts (of {m['experts']}) its token is routed to in each "
+                   "expert layer; a step for a batch of B conversations reads the experts its tokens are "
+                   "expected to touch if each token picks at random, E x (1 - (1 - k/E)^B) of E, so a large "
+                   "batch reads them all; memory always holds every expert")
+    if m.get("windowed_layers"):
+        out.append("windowed layers: a layer that looks at the last W positions (itself included) keeps "
+                   "W - 1 tokens in its cache, so its cache stops growing at W - 1 tokens; the longest "
+                   "conversation and what fits follow")
+    if m.get("running_summary_layers"):
+        out.append("running-summary layers: each holds a fixed state, the causal filter's last inputs and the "
+                   "summary (in float32, as transformers keeps it), which the report adds to every "
+                   "conversation's cache and reads at every step")
+    return out
 
 
 def parse_accelerator(text: str) -> Accelerator:
@@ -176,13 +272,15 @@ def parse_accelerator(text: str) -> Accelerator:
                          f"got {text!r}")
     names = ("FLOPS", "BYTES_PER_S", "MEMORY_GIB")
     values = []
-    for name, part in zip(names, parts):
+    for name, part, (low, high) in zip(names, parts, ACCELERATOR_RANGES):
         try:
             value = float(part)
         except ValueError:
             raise ValueError(f"accelerator {name} must be a number, got {part!r}") from None
         if not value > 0 or value == float("inf"):
             raise ValueError(f"accelerator {name} must be a positive finite number, got {part!r}")
+        if not low <= value <= high:
+            raise ValueError(f"accelerator {name} must lie between {low:g} and {high:g}, got {part!r}")
         values.append(value)
     flops, bytes_per_s, gib = values
     memory_bytes = round(gib * GIB)

@@ -8,8 +8,12 @@ figure later.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ._checks import count, positive
+
+if TYPE_CHECKING:  # a published architecture's exact parts (see layout.py)
+    from .layout import Layout
 
 __all__ = ["ModelShape", "Accelerator", "EXAMPLE_MODEL", "EXAMPLE_ACCELERATOR", "GIB", "MIB", "KIB",
            "kv_head_choices"]
@@ -28,6 +32,11 @@ class ModelShape:
     ``width`` defaults to ``heads * head_dim``. ``gated_ffn`` selects a feed-forward
     part of three matrices (gate, up, down) instead of two. ``norm_bias`` adds a
     bias to each normalisation (LayerNorm) instead of a scale alone (RMSNorm).
+
+    ``layout`` (optional) lists the exact parts of a published architecture, layer by
+    layer (biases, position tables, windows, experts, running-summary layers; see
+    ``layout.py``). When it is set, the counting functions in ``memory``, ``work`` and
+    ``timing`` use it, and the fields above only summarise the model for display.
     """
 
     layers: int
@@ -42,6 +51,7 @@ class ModelShape:
     tied_embeddings: bool = True
     norm_bias: bool = False
     name: str = field(default="model", compare=False)
+    layout: Layout | None = None
 
     def __post_init__(self) -> None:
         for key in ("layers", "heads", "head_dim", "ffn_width", "vocab", "bytes_per_number"):
@@ -59,6 +69,8 @@ class ModelShape:
         count("width", self.width, minimum=1)
 
     def __str__(self) -> str:
+        if self.layout is not None:
+            return f"{self.name}: {self.layout.family}, {'; '.join(self.layout.describe())}"
         kv = "" if self.kv_heads == self.heads else f", {self.kv_heads} key-value heads"
         ffn = "gated feed-forward" if self.gated_ffn else "feed-forward"
         return (f"{self.name}: {self.layers} layers, {self.heads} heads of {self.head_dim}{kv}, "

@@ -8,7 +8,7 @@ the point is which of the two limits binds.
 from __future__ import annotations
 
 from ._checks import count, fraction, positive
-from .memory import kv_cache_bytes, parameter_count, weight_bytes
+from .memory import kv_cache_bytes, parameter_count, weight_bytes, weight_bytes_read
 from .shapes import Accelerator, ModelShape
 from .work import decode_flops, prefill_flops
 
@@ -21,8 +21,9 @@ __all__ = [
 
 
 def decode_bytes(m: ModelShape, context: int, batch: int = 1) -> int:
-    """Bytes one decode step reads: every weight once, plus each conversation's whole cache."""
-    return weight_bytes(m) + count("batch", batch, minimum=1) * kv_cache_bytes(m, context)
+    """Bytes one decode step reads: every weight once (for a mixture of experts, the experts the
+    batch touches), plus each conversation's whole cache."""
+    return weight_bytes_read(m, count("batch", batch, minimum=1)) + batch * kv_cache_bytes(m, context)
 
 
 def arithmetic_time(m: ModelShape, acc: Accelerator, context: int, batch: int = 1) -> float:
@@ -74,7 +75,7 @@ def prefill_limits(m: ModelShape, acc: Accelerator, tokens: int) -> tuple[float,
     """Seconds a prompt of ``tokens`` needs for its arithmetic and for its reading, in that order;
     ``prefill_time`` is the larger of the two."""
     arithmetic = prefill_flops(m, tokens) / acc.flops_per_s
-    reading = (weight_bytes(m) + kv_cache_bytes(m, tokens)) / acc.bytes_per_s
+    reading = (weight_bytes_read(m, tokens) + kv_cache_bytes(m, tokens)) / acc.bytes_per_s
     return arithmetic, reading
 
 
@@ -101,7 +102,7 @@ def decode_intensity(m: ModelShape, context: int, batch: int = 1) -> float:
 def prefill_intensity(m: ModelShape, tokens: int) -> float:
     """Operations per byte read of the one pass that reads a prompt of ``tokens`` (at least 1)."""
     count("tokens", tokens, minimum=1)
-    return prefill_flops(m, tokens) / (weight_bytes(m) + kv_cache_bytes(m, tokens))
+    return prefill_flops(m, tokens) / (weight_bytes_read(m, tokens) + kv_cache_bytes(m, tokens))
 
 
 def attainable_flops(acc: Accelerator, intensity: float) -> float:

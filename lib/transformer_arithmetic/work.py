@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ._checks import count
 from .masks import causal_pairs
-from .memory import attention_params, ffn_params, parameter_count
+from .memory import active_parameter_count, attention_params, ffn_params, parameter_count
 from .shapes import ModelShape
 
 __all__ = [
@@ -25,6 +25,8 @@ def layer_weight_flops(m: ModelShape, tokens: int) -> int:
 
 def layer_pair_flops(m: ModelShape, tokens: int) -> int:
     """Operations one layer spends on the allowed (causal) pairs of a ``tokens``-long sequence."""
+    if m.layout is not None:
+        raise ValueError(f"{m.name}'s layers differ (windows, latent or no attention): use prefill_flops")
     return 4 * m.heads * m.head_dim * causal_pairs(tokens)
 
 
@@ -37,6 +39,8 @@ def pair_share(m: ModelShape, tokens: int) -> float:
 
 def pairs_pass_weights_at(m: ModelShape) -> int:
     """Shortest sequence, in tokens, at which one layer's pair work exceeds its weight work."""
+    if m.layout is not None:  # None if windows or a lack of attention keep the pairs below the weights
+        return m.layout.pairs_pass_weights_at()
     # pair > weight  <=>  4*H*d * T(T+1)/2 > 2*T*W  <=>  T + 1 > W / (H*d)
     per_channel = attention_params(m) + ffn_params(m)
     channels = m.heads * m.head_dim
@@ -45,17 +49,24 @@ def pairs_pass_weights_at(m: ModelShape) -> int:
 
 def decode_pair_flops(m: ModelShape, context: int) -> int:
     """Operations all layers spend on pairs when one new token reads ``context`` earlier ones."""
+    if m.layout is not None:  # a windowed layer reads at most window - 1 of them
+        return m.layout.decode_pair_flops(count("context", context))
     return 4 * m.layers * m.heads * m.head_dim * count("context", context)
 
 
 def decode_flops(m: ModelShape, context: int) -> int:
     """Operations to write one token after ``context`` tokens: every weight once, plus the pairs."""
+    if m.layout is not None:  # the weights one token uses (its experts), pairs, running summaries
+        return 2 * active_parameter_count(m) + decode_pair_flops(m, context) + m.layout.state_flops
     return 2 * parameter_count(m) + decode_pair_flops(m, context)
 
 
 def prefill_flops(m: ModelShape, tokens: int) -> int:
     """Operations to read a prompt of ``tokens`` in one pass: every weight for every token,
     plus every allowed pair in every layer."""
+    if m.layout is not None:
+        n = count("tokens", tokens)
+        return (2 * active_parameter_count(m) + m.layout.state_flops) * n + m.layout.prefill_pair_flops(n)
     return 2 * parameter_count(m) * count("tokens", tokens) + m.layers * layer_pair_flops(m, tokens)
 
 

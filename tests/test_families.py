@@ -1,0 +1,103 @@
+"""Published configs of dense families, counted by the calculator and by the models ``transformers``
+builds from the same files on the meta device (no weights): parameters, weight bytes, and which
+layers the cache keeps whole or windowed. Experts and running summaries: test_families_sparse.py."""
+import json
+
+import pytest
+
+from hf_reference import CONFIGS, build, cache_layer_kinds, parameter_count, published, quiet, tiny, weight_bytes
+from transformer_arithmetic import memory
+from transformer_arithmetic.hf_config import example_configs, read_config, shape_from_config
+
+DENSE = ["llama-2-7b", "llama-3-8b", "mistral-7b-v0.1", "qwen2.5-7b", "qwen3-8b", "gemma-2b", "gemma-2-9b",
+         "gemma-3-1b", "phi-2", "phi-3-mini-4k", "gpt2", "gpt-j-6b", "pythia-1.4b", "falcon-7b", "falcon-40b",
+         "bloom-560m", "opt-1.3b", "opt-350m", "starcoder", "starcoder2-7b", "stablelm-2-1.6b", "olmo-7b",
+         "olmo-2-7b", "command-r", "granite-3.0-8b"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _quiet():
+    quiet()
+
+
+def check_against_transformers(cfg: dict, name: str) -> None:
+    shape, _ = shape_from_config(cfg, name)
+    model = build(cfg)
+    assert memory.parameter_count(shape) == parameter_count(model)
+    assert memory.weight_bytes(shape) == weight_bytes(model)
+    for block, (kind, window) in zip(shape.layout.blocks, cache_layer_kinds(cfg), strict=True):
+        if kind == "sliding_attention":  # transformers' DynamicSlidingWindowLayer keeps window - 1 tokens
+            assert block.kept == window - 1
+        elif kind == "linear_attention":  # a running summary: no keys and values
+            assert block.kept is None and block.mixer.cache_numbers == 0
+        else:
+            assert (kind, block.kept) == ("full_attention", None) and block.mixer.cache_numbers > 0
+
+
+@pytest.mark.parametrize("name", DENSE)
+def test_published_config_matches_transformers(name):
+    check_against_transformers(published(name), name)
+
+
+MADE_UP = [p for p in example_configs() if not (CONFIGS / p.name).exists()]
+
+
+@pytest.mark.parametrize("path", MADE_UP, ids=lambda p: p.stem)
+def test_shipped_example_matches_transformers(path):
+    check_against_transformers(json.loads(path.read_text()), path.stem)
+
+
+def test_shipped_published_examples_are_the_tested_files():
+    published_ones = [p for p in example_configs() if p not in MADE_UP]
+    assert len(published_ones) >= 5
+    for path in published_ones:  # the copies shipped with the library are the files tested here
+        assert path.read_text() == (CONFIGS / path.name).read_text()
+
+
+@pytest.mark.parametrize(("name", "changes"), [
+    ("qwen2.5-7b", {"use_sliding_window": True, "sliding_window": 4096, "max_window_layers": 2}),
+    ("qwen1.5-moe-a2.7b", {"use_sliding_window": True, "sliding_window": 7, "max_window_layers": 2,
+                           "mlp_only_layers": [1], "qkv_bias": False}),
+    ("qwen3-30b-a3b", {"use_sliding_window": True, "sliding_window": 7, "decoder_sparse_step": 2}),
+    ("gemma-2-9b", {"layer_types": ["full_attention", "sliding_attention"]}),
+    ("gemma-3-1b", {"sliding_window_pattern": 4}),
+    ("deepseek-v3", {"q_lora_rank": None, "first_k_dense_replace": 0, "n_shared_experts": 2}),
+    ("deepseek-v2-lite", {"mlp_bias": True, "attention_bias": True}),
+    ("jamba-v0.1", {"attn_layer_period": 2, "attn_layer_offset": 0, "expert_layer_period": 5,
+                    "expert_layer_offset": 2, "mamba_conv_bias": False, "mamba_proj_bias": True}),
+    ("bamba-9b", {"attn_layer_indices": [0, 2], "mamba_n_groups": 2, "mamba_proj_bias": True}),
+    ("mamba-2.8b", {"use_bias": True, "use_conv_bias": False, "tie_word_embeddings": False}),
+    ("phi-2", {"qk_layernorm": True}),
+    ("stablelm-2-1.6b", {"qk_layernorm": True, "use_parallel_residual": True, "use_qkv_bias": False}),
+    ("command-r", {"use_qk_norm": True, "tie_word_embeddings": False}),
+    ("falcon-7b", {"parallel_attn": False, "bias": True}),
+    ("falcon-40b", {"parallel_attn": False, "num_ln_in_parallel_attn": 2}),
+    ("falcon-40b", {"num_ln_in_parallel_attn": 1}),
+    ("starcoder", {"multi_query": False}),
+    ("opt-1.3b", {"enable_bias": False, "layer_norm_elementwise_affine": False}),
+    ("opt-1.3b", {"_remove_final_layer_norm": True}),
+    ("pythia-1.4b", {"attention_bias": False}),
+    ("llama-3-8b", {"attention_bias": True, "mlp_bias": True, "head_dim": 64}),
+    ("granite-3.0-8b", {"mlp_bias": True}),
+])
+def test_family_switches_match_transformers(name, changes):
+    """Each switch a family reads, turned the other way, on its published file shrunk (test_family_caches.py)."""
+    check_against_transformers({**tiny(name), **changes}, name)
+
+
+def test_a_field_left_out_takes_the_family_default():
+    """A hand-written Llama-2 file without tie_word_embeddings: Llama's default is a separate head."""
+    cfg = {k: v for k, v in published("llama-2-7b").items() if k != "tie_word_embeddings"}
+    shape, notes = shape_from_config(cfg)
+    assert memory.parameter_count(shape) == parameter_count(build(cfg)) == 6_738_415_616
+    assert any("tie_word_embeddings not given: using false" in n for n in notes)
+
+
+def test_the_closing_claims_of_the_issue():
+    """StarCoder is multi-query (one key-value head), Falcon-7B too; Falcon-40B has 8 key-value heads."""
+    star, _ = read_config(CONFIGS / "starcoder.json")
+    falcon, _ = read_config(CONFIGS / "falcon-7b.json")
+    falcon40, notes = read_config(CONFIGS / "falcon-40b.json")
+    assert (star.kv_heads, falcon.kv_heads, falcon40.kv_heads) == (1, 1, 8)
+    assert memory.kv_bytes_per_token(star) == 2 * 40 * 128 * 4  # 40 layers, one head of 128, float32
+    assert any("copied out to every query head" in n for n in notes)

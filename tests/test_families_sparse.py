@@ -1,0 +1,64 @@
+"""Published configs with experts, latent attention or running-summary layers, counted by the
+calculator and by the models ``transformers`` builds from the same files on the meta device:
+total and active parameters, weight bytes, and the kind of each layer's cache."""
+import pytest
+
+from hf_reference import (active_parameter_count, build, cache_layer_kinds, hf_config, parameter_count,
+                          published, quiet, weight_bytes)
+from transformer_arithmetic import memory
+from transformer_arithmetic.hf_config import shape_from_config
+from transformer_arithmetic.layout import Experts, LatentAttention, Mamba, Mamba2
+
+SPARSE = ["mixtral-8x7b", "qwen1.5-moe-a2.7b", "qwen3-30b-a3b", "deepseek-v2-lite", "deepseek-v3",
+          "jamba-v0.1", "bamba-9b", "mamba-2.8b"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _quiet():
+    quiet()
+
+
+@pytest.mark.parametrize("name", SPARSE)
+def test_published_config_matches_transformers(name):
+    cfg = published(name)
+    shape, notes = shape_from_config(cfg, name)
+    model = build(cfg)
+    assert memory.parameter_count(shape) == parameter_count(model)
+    assert memory.weight_bytes(shape) == weight_bytes(model)
+    per_token = getattr(hf_config(cfg), "num_experts_per_tok", None)
+    if per_token:
+        assert memory.active_parameter_count(shape) == active_parameter_count(model, per_token)
+        assert memory.active_parameter_count(shape) < memory.parameter_count(shape)
+    for block, (kind, window) in zip(shape.layout.blocks, cache_layer_kinds(cfg), strict=True):
+        assert window is None and block.kept is None
+        if kind == "linear_attention":
+            assert isinstance(block.mixer, (Mamba, Mamba2))
+        else:
+            assert kind == "full_attention" and not isinstance(block.mixer, (Mamba, Mamba2))
+
+
+def test_published_totals_and_active_counts():
+    """The headline sizes these models are known by, from the counts above."""
+    def billions(name):
+        shape, _ = shape_from_config(published(name), name)
+        return (round(memory.parameter_count(shape) / 1e9, 1), round(memory.active_parameter_count(shape) / 1e9, 1))
+    assert billions("mixtral-8x7b") == (46.7, 12.9)
+    assert billions("deepseek-v3")[0] == 671.0
+    assert billions("qwen3-30b-a3b")[0] == 30.5
+    assert billions("jamba-v0.1") == (51.6, 12.1)
+
+
+def test_layers_are_read_as_published():
+    ds3, notes = shape_from_config(published("deepseek-v3"))
+    kinds = [type(b.ffn).__name__ for b in ds3.layout.blocks]
+    assert kinds == ["FeedForward"] * 3 + ["Experts"] * 58  # first_k_dense_replace = 3
+    assert all(isinstance(b.mixer, LatentAttention) for b in ds3.layout.blocks)
+    assert memory.kv_bytes_per_token(ds3) == 61 * (512 + 64) * 2  # the latent and the rotary key, 2 bytes
+    assert any("multi-token-prediction" in n for n in notes)
+    jamba, _ = shape_from_config(published("jamba-v0.1"))
+    attention = [i for i, b in enumerate(jamba.layout.blocks) if not isinstance(b.mixer, Mamba)]
+    experts = [i for i, b in enumerate(jamba.layout.blocks) if isinstance(b.ffn, Experts)]
+    assert attention == [4, 12, 20, 28] and experts == list(range(1, 32, 2))
+    mamba, _ = shape_from_config(published("mamba-2.8b"))
+    assert memory.kv_bytes_per_token(mamba) == 0
+    assert memory.running_summary_bytes(mamba) == 64 * 5120 * (4 * 4 + 16 * 4)  # filter at 4 bytes, summary in float32
