@@ -1,4 +1,5 @@
 # Two commands do everything on a fresh clone:  make book  (build the site)  and  make test.
+# make pdf  prints the whole book as one PDF (and rebuilds the site, whose header offers it).
 SHELL := /bin/bash
 VENV  := .venv
 PY    := $(VENV)/bin/python
@@ -7,7 +8,7 @@ MATHJAX := book/_mathjax/mathjax/tex-mml-chtml.js
 JB    := $(VENV)/bin/jupyter-book
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book test check execute lab setup clean
+.PHONY: book pdf print-tools test check execute lab setup clean
 
 setup: $(STAMP) $(MATHJAX)
 
@@ -28,6 +29,25 @@ $(MATHJAX):
 ## book: build the HTML site into book/_build/html
 book: setup
 	$(JB) build -W -n --keep-going book
+
+## pdf: the whole book as one PDF in book/_build/pdf/ (single-page build printed by headless
+## Chromium), then the site, whose header offers it
+pdf: setup print-tools
+	$(PY) scripts/pdf.py
+
+# What printing needs from Debian: Chromium, poppler-utils (pdfinfo), qpdf, the Liberation fonts.
+# Installed when missing and run as root; otherwise one line says what to install.
+print-tools:
+	@missing=""; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v pdfinfo >/dev/null 2>&1 || missing="$$missing poppler-utils"; \
+	command -v qpdf >/dev/null 2>&1 || missing="$$missing qpdf"; \
+	fc-list 2>/dev/null | grep -q "Liberation Serif" || missing="$$missing fonts-liberation"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing$$missing"; (apt-get update -qq && apt-get install -y -qq$$missing >/dev/null) || exit 1; \
+	  else echo "make pdf needs Debian's$$missing: run  sudo apt-get install -y$$missing"; exit 1; fi; \
+	fi
 
 ## test: library tests, every notebook under nbval, pairs in sync, a clean warnings-as-errors build
 test: setup

@@ -105,6 +105,21 @@ def build_singlehtml(path_output: Path | None) -> Path:
     return page
 
 
+def image_dpi(site: Path) -> dict[str, float]:
+    """The dots per inch each image of the build was drawn at (from its PNG), by its src."""
+    from PIL import Image
+
+    dpi = {}
+    for path in sorted((site / "_images").glob("*")):
+        try:
+            with Image.open(path) as im:
+                if im.info.get("dpi"):
+                    dpi[f"_images/{path.name}"] = float(im.info["dpi"][0])
+        except OSError:
+            continue
+    return dpi
+
+
 def destinations(pdf: Path) -> dict[str, int]:
     """Every named destination of a PDF (Chromium writes one per link target) and its page."""
     run = subprocess.run(["pdfinfo", "-dests", str(pdf)], capture_output=True, text=True, check=True)
@@ -175,7 +190,9 @@ def print_book(page: Path, pdf: Path, paper: str, options: dict) -> dict:
             info = tab.evaluate("opts => bookPrint.prepare(opts)", options)
             tab.evaluate("bookPrint.ready()")
             tab.evaluate("t => { document.title = t; }", options["title"])
-            kwargs = dict(format=paper, print_background=True, outline=True, tagged=True)
+            # The first print only tells where things land; the last one is tagged, which the
+            # PDF's outline (bookmarks) needs and which costs about as much again.
+            kwargs = dict(format=paper, print_background=True)
             with tempfile.TemporaryDirectory() as tmp:
                 draft = Path(tmp) / "draft.pdf"
                 tab.pdf(path=str(draft), **kwargs)
@@ -183,7 +200,7 @@ def print_book(page: Path, pdf: Path, paper: str, options: dict) -> dict:
                 for prints in range(2, 5):
                     pages = destinations(draft)
                     missing = tab.evaluate("pages => bookPrint.fillPages(pages)", pages)
-                    tab.pdf(path=str(draft), **kwargs)
+                    tab.pdf(path=str(draft), **kwargs, outline=True, tagged=True)
                     moved = {t for t in info["pageTargets"] if destinations(draft).get(t) != pages.get(t)}
                     if not moved:
                         break
@@ -217,7 +234,8 @@ def main() -> None:
     page = reuse(args.path_output) if args.reuse_html else build_singlehtml(args.path_output)
     built = time.perf_counter()
     info = print_book(page, pdf, args.paper, {
-        "title": title, "author": config.get("author", ""), "edition": edition_line(config)})
+        "title": title, "author": config.get("author", ""), "edition": edition_line(config),
+        "imageDpi": image_dpi(page.parent)})
     printed = time.perf_counter()
     pages = page_count(pdf)
     report = {

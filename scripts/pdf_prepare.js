@@ -67,15 +67,15 @@
       }
     });
     for (const d of docs) {
-      // Link to the section itself, and let the empty marker before it take no box: a box of
-      // its own would belong to the enclosing document's named page and print a blank page.
-      if (d.anchor !== d.section.id && d.section.id) {
-        const marker = document.getElementById(d.anchor);
-        for (const a of document.querySelectorAll("a[href]")) {
-          if (targetId(a) === d.anchor) a.setAttribute("href", "#" + d.section.id);
-        }
-        if (marker) marker.style.display = "none";
-        d.anchor = d.section.id;
+      // The empty marker a single-page build puts before each document (section ids repeat
+      // between documents, the markers' do not) moves into the section: a box of its own
+      // between two sections would belong to the enclosing document's named page and print
+      // as a blank page.
+      const marker = document.getElementById(d.anchor);
+      if (marker && marker !== d.section) {
+        marker.style.display = "block";
+        marker.style.height = "0";
+        d.section.prepend(marker);
       }
       const h = headingOf(d.section);
       if (h) h.classList.add("print-document-title");
@@ -146,6 +146,17 @@
       d.remove();
       if (cell && !cell.querySelector(".cell_input, .cell_output, .output")) cell.remove();
     });
+
+    // Pictures at the size they were drawn (pixels over the dots per inch stored in the PNG),
+    // never wider than the text: a figure drawn 7 inches wide with 9-point labels prints with
+    // 9-point labels, and at no fewer dots per inch than it was drawn with.
+    for (const img of article.querySelectorAll("img")) {
+      const dpi = (opts.imageDpi || {})[img.getAttribute("src")];
+      if (dpi && img.naturalWidth) {
+        img.style.width = (img.naturalWidth / dpi).toFixed(3) + "in";
+        img.style.height = "auto";
+      }
+    }
 
     // Solutions to an appendix, grouped by the document they belong to.
     const solutions = [...article.querySelectorAll("div.solution, .solution.admonition")].filter((s, i, all) => !all.some((o) => o !== s && o.contains(s)));
