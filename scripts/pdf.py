@@ -190,12 +190,15 @@ def print_book(page: Path, pdf: Path, paper: str, options: dict) -> dict:
             info = tab.evaluate("opts => bookPrint.prepare(opts)", options)
             tab.evaluate("bookPrint.ready()")
             tab.evaluate("t => { document.title = t; }", options["title"])
-            # The first print only tells where things land; the last one is tagged, which the
-            # PDF's outline (bookmarks) needs and which costs about as much again.
+            # The first print only tells where things land, so it leaves the pictures out (their
+            # boxes stay, so nothing moves) and is not tagged. The last one is tagged: the PDF's
+            # outline (bookmarks) needs that, and the figures' alt text goes into the PDF with it.
             kwargs = dict(format=paper, print_background=True)
             with tempfile.TemporaryDirectory() as tmp:
                 draft = Path(tmp) / "draft.pdf"
+                tab.evaluate("bookPrint.draft(true)")
                 tab.pdf(path=str(draft), **kwargs)
+                tab.evaluate("bookPrint.draft(false)")
                 prints, missing = 1, []
                 for prints in range(2, 5):
                     pages = destinations(draft)

@@ -137,6 +137,19 @@
     const root = docs[0];
     info.documents = docs.map((d) => ({ name: d.name, anchor: d.anchor, number: d.number, title: d.title }));
 
+    // Headings print with white-space: pre-wrap (print.css), so their text must hold no line breaks.
+    for (const h of article.querySelectorAll("h1, h2, h3, h4, h5, h6")) {
+      const walker = document.createTreeWalker(h, NodeFilter.SHOW_TEXT);
+      const nodes = [];
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) nodes.push(n);
+      nodes.forEach((n, i) => {
+        let v = n.nodeValue.replace(/\s+/g, " ");
+        if (i === 0) v = v.trimStart();
+        if (i === nodes.length - 1) v = v.trimEnd();
+        n.nodeValue = v;
+      });
+    }
+
     // Dropdowns open; togglebutton's hidden content shown. Folded code cells (myst-nb's
     // details.hide) stay closed: print.css leaves them out.
     document.querySelectorAll("details:not(.hide)").forEach((d) => { d.open = true; });
@@ -214,7 +227,7 @@
       if (!id) continue;
       let target = document.getElementById(id);
       if (!target) continue;
-      if (target.tagName === "SPAN" && target.id.startsWith("document-")) target = target.nextElementSibling;
+      if (target.id.startsWith("document-")) target = target.closest("section") || target.nextElementSibling;
       if (!target || target.tagName !== "SECTION") continue;
       const number = numberOf(headingOf(target));
       if (number && !text(a).includes(number)) a.after(el("span", { class: "print-section-ref", text: " (§\u2009" + number + ")" }));
@@ -223,7 +236,7 @@
     // Title page and contents.
     const title = opts.title || (root ? root.title : document.title);
     const titlePage = el("section", { id: "print-title-page", class: "print-title-page" }, [
-      el("div", { class: "print-book-title", role: "heading", "aria-level": "1", text: title }),
+      el("div", { class: "print-book-title", text: title }),
       ...(opts.author ? [el("p", { class: "print-author", text: opts.author })] : []),
       ...(opts.edition ? [el("p", { class: "print-edition", text: opts.edition })] : []),
     ]);
@@ -294,5 +307,12 @@
     return { untypeset, math: document.querySelectorAll("article .math").length };
   }
 
-  window.bookPrint = { prepare, fillPages, ready };
+  // A draft print only finds where things land: pictures keep their boxes but are not drawn.
+  function draft(on) {
+    const old = document.getElementById("print-draft");
+    if (old) old.remove();
+    if (on) document.head.append(el("style", { id: "print-draft", text: "img { visibility: hidden !important; }" }));
+  }
+
+  window.bookPrint = { prepare, fillPages, ready, draft };
 })();
