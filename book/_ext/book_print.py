@@ -12,6 +12,9 @@
    Without a PDF there is no button, so the site never links a file it does not have. The
    config value ``book_pdf`` changes when a PDF appears or goes, and it is an ``html`` value,
    so Sphinx then rewrites every page.
+3. What is folded on the site (myst-nb's hide-input and hide-output cells: the drawing code,
+   the printed values) is not printed (book/_static/print.css), so the single-page build
+   leaves it out altogether: less to highlight, less for the browser to lay out.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ import re
 import shutil
 from pathlib import Path
 
+from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
@@ -65,7 +69,21 @@ def _copy_pdf(app, exception):
         logger.info(f"the header offers {_built_pdf(app)} as {app.config.book_pdf}")
 
 
+class DropFoldedCells(SphinxPostTransform):
+    """The single-page build is printed: folded code and outputs are left out of it."""
+
+    default_priority = 250  # after myst-nb's HideInputCells (199) has folded them
+    builders = ("singlehtml",)
+
+    def run(self, **kwargs):
+        from myst_nb.sphinx_ import HideCodeCellNode
+
+        for node in list(self.document.findall(HideCodeCellNode)):
+            node.parent.remove(node)
+
+
 def setup(app):
+    app.add_post_transform(DropFoldedCells)
     app.add_config_value("book_pdf", "", "html")
     app.connect("config-inited", _offer_pdf)
     app.connect("builder-inited", _share_html_visitors)
