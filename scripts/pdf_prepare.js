@@ -227,7 +227,8 @@
       if (!id) continue;
       let target = document.getElementById(id);
       if (!target) continue;
-      if (target.id.startsWith("document-")) target = target.closest("section") || target.nextElementSibling;
+      // A document's marker, or a label's empty anchor inside a section, stands for that section.
+      if (target.tagName !== "SECTION" && !text(target)) target = target.closest("section");
       if (!target || target.tagName !== "SECTION") continue;
       const number = numberOf(headingOf(target));
       if (number && !text(a).includes(number)) a.after(el("span", { class: "print-section-ref", text: " (§\u2009" + number + ")" }));

@@ -197,16 +197,35 @@ def test_page_count_is_sane_and_no_page_is_blank(printed):
     assert not blank, f"pages with nothing but a header and a number: {blank}"
 
 
+def test_text_prints_at_its_size(printed):
+    """Chromium shrinks every page when anything is wider than the text column; then nothing is
+    in the margins, but nothing is at its size either. Most words must be at the body size."""
+    css = (BOOK / "_static" / "print.css").read_text()
+    body = float(re.search(r"html\s*{\s*font-size:\s*([\d.]+)pt", css)[1])
+    heights = [w["y1"] - w["y0"] for p in printed["pages"] for w in p["words"]]
+    at_size = sum(1.0 <= h / body <= 1.25 for h in heights) / len(heights)
+    assert at_size > 0.3, f"only {at_size:.0%} of the words are printed at the body size of {body} pt: shrunk to fit?"
+
+
 def test_every_figure_is_embedded_at_the_resolution_it_was_drawn(printed):
     figures = printed["book"].figures
     assert figures, "no figures in the single-page build"
-    embedded = [((int(c[3]), int(c[4])), float(c[12])) for c in printed["images"]]
+    # (width, height) -> the PDF's image objects of that size (Chromium embeds each picture once)
+    embedded: dict[tuple[int, int], set[int]] = {}
+    ppi: dict[tuple[int, int], float] = {}
+    for c in printed["images"]:
+        size = (int(c[3]), int(c[4]))
+        embedded.setdefault(size, set()).add(int(c[10]))
+        ppi[size] = min(ppi.get(size, 1e9), float(c[12]))
+    drawn: dict[tuple[int, int], set[str]] = {}
     for src in sorted(set(figures)):
         with Image.open(printed["site"] / src) as im:
             size, dpi = im.size, float(im.info.get("dpi", (96,))[0])
-        ppi = [p for s, p in embedded if s == size]
-        assert ppi, f"{src} ({size[0]}x{size[1]} px) is not in the PDF at its own size"
-        assert min(ppi) >= dpi - 1.5, f"{src} prints at {min(ppi)} ppi, below the {dpi:.0f} dpi it was drawn at"
+        drawn.setdefault(size, set()).add(src)
+        assert size in embedded, f"{src} ({size[0]}x{size[1]} px) is not in the PDF at its own size"
+        assert ppi[size] >= dpi - 1.5, f"{src} prints at {ppi[size]} ppi, below the {dpi:.0f} dpi it was drawn at"
+    short = {size: (len(srcs), len(embedded[size])) for size, srcs in drawn.items() if len(embedded[size]) < len(srcs)}
+    assert not short, f"figures of a size (figures, pictures in the PDF): {short}"
 
 
 def test_every_glued_number_is_on_its_sections_pages(printed):
