@@ -38,14 +38,15 @@ VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "met
 class SinglePage(HTMLParser):
     """What the single-page build holds, read in one pass (a tree parser takes four times as long):
     its documents (the marker id before each, section number, title without the number, glued
-    values and whether each sits in a solution), its figures' sources, and its exercises (id,
-    caption number)."""
+    values and whether each sits in a solution), its figures' sources, its exercises (id, caption
+    number) and its solutions (the exercise each solves, by id and by name)."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.documents: list[dict] = []
         self.figures: list[str] = []
         self.exercises: list[dict] = []
+        self.solutions: list[dict] = []
         self._open: list[tuple[str, set]] = []  # (tag, roles) of every open element
         self._docs: list[dict] = []              # documents open around the current position
         self._marker: str | None = None
@@ -78,6 +79,13 @@ class SinglePage(HTMLParser):
             self._capture = []
         elif tag == "div" and "solution" in classes:
             roles.add("solution")
+            self.solutions.append({"exercise": None, "name": None})
+        elif tag == "a" and self._inside("solution") and self._inside("solution-title") and self.solutions[-1]["name"] is None:
+            self.solutions[-1]["exercise"] = (a.get("href") or "").split("#")[-1]
+            roles.add("solution-link")
+            self._capture = []
+        elif tag == "p" and "admonition-title" in classes and self._inside("solution"):
+            roles.add("solution-title")
         elif tag == "div" and "exercise" in classes:
             self.exercises.append({"id": a.get("id"), "name": None})
             roles.add("exercise")
@@ -104,6 +112,9 @@ class SinglePage(HTMLParser):
             if "glue" in roles and self._docs:
                 value = re.sub(r"\s+", " ", "".join(self._capture or [])).strip()
                 self._docs[-1]["glued"].append((value, self._inside("solution")))
+                self._capture = None
+            if "solution-link" in roles:
+                self.solutions[-1]["name"] = re.sub(r"\s+", " ", "".join(self._capture)).strip()
                 self._capture = None
             if "caption" in roles:
                 self.exercises[-1]["name"] = re.sub(r"\s+", " ", "".join(self._capture)).strip()
@@ -297,16 +308,21 @@ def test_the_contents_give_each_sections_page(printed):
     assert not wrong, f"contents entries with the wrong page (entry, listed, actual): {wrong}"
 
 
-def test_every_exercise_has_its_solution_in_the_appendix(printed):
-    exercises, text, dests = printed["book"].exercises, printed["text"], printed["dests"]
-    if not exercises:
-        pytest.skip("the book has no exercises yet")
+def test_every_solution_is_in_the_appendix_and_the_pointers_agree(printed):
+    book, text, dests = printed["book"], printed["text"], printed["dests"]
+    solved = [s for s in book.solutions if s["exercise"] in {e["id"] for e in book.exercises}]
+    if not solved:
+        pytest.skip("the book has no exercises with solutions yet")
     assert "print-solutions" in dests, "no solutions appendix"
+    where = {}
+    for s in solved:
+        found = [(i + 1, int(m)) for i, t in enumerate(text)
+                 for m in re.findall(rf"Solution to {re.escape(s['name'])} \(page (\d+)\)", t)]
+        assert len(found) == 1, f"{s['name']}: its solution is printed {len(found)} times"
+        page, back = found[0]
+        assert page >= dests["print-solutions"], f"{s['name']}: solution on page {page}, before the appendix"
+        assert back == dests[s["exercise"]], f"the solution to {s['name']} points to page {back}; the exercise is on {dests[s['exercise']]}"
+        where[s["exercise"]] = page
     pointers = [int(p) for t in text for p in re.findall(r"Solution on page (\d+)", t)]
-    assert len(pointers) == len(exercises), f"{len(exercises)} exercises, {len(pointers)} pointers to solutions"
-    for e, pointer in zip(exercises, pointers):
-        pages = [i + 1 for i, t in enumerate(text) if f"Solution to {e['name']} " in t + " "]
-        assert pages and min(pages) >= dests["print-solutions"], f"{e['name']}: solution on {pages}, appendix from {dests['print-solutions']}"
-        assert pointer == min(pages), f"{e['name']} says its solution is on page {pointer}; it is on {min(pages)}"
-        back = [int(p) for t in text for p in re.findall(rf"Solution to {re.escape(e['name'])} \(page (\d+)\)", t)]
-        assert back == [dests[e["id"]]], f"the solution to {e['name']} points back to page {back}, it is on {dests[e['id']]}"
+    expected = [where[e["id"]] for e in book.exercises if e["id"] in where]
+    assert pointers == expected, f"exercises point to pages {pointers}; their solutions are on {expected}"
