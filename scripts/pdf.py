@@ -136,15 +136,36 @@ def page_count(pdf: Path) -> int:
     return int(re.search(r"^Pages:\s+(\d+)", info, re.M).group(1))
 
 
-def compact(draft: Path, pdf: Path) -> None:
-    """Chromium writes the tagged structure (which the outline needs) as loose objects; qpdf packs
-    them into compressed object streams, which halves the file. Without qpdf the file is bigger."""
-    if shutil.which("qpdf"):
-        run = subprocess.run(["qpdf", "--object-streams=generate", str(draft), str(pdf)], capture_output=True, text=True)
-        if run.returncode in (0, 3):  # 3: warnings only
-            return
+def finish(draft: Path, pdf: Path, info: dict[str, str]) -> None:
+    """qpdf packs the loose objects Chromium writes (the tagged structure the outline needs) into
+    compressed object streams, which halves the file, and fills in the document information
+    Chromium leaves out (author, subject). Without qpdf the PDF is kept as Chromium wrote it."""
+    if shutil.which("qpdf") is None:
+        shutil.copyfile(draft, pdf)
+        return
+    update = []
+    try:  # the document information dictionary, found through the trailer
+        trailer = json.loads(subprocess.run(
+            ["qpdf", "--json-output", "--json-key=qpdf", "--json-object=trailer", str(draft), "-"],
+            capture_output=True, text=True, check=True).stdout)["qpdf"]
+        ref = trailer[1]["trailer"]["value"]["/Info"]
+        current = json.loads(subprocess.run(
+            ["qpdf", "--json-output", "--json-key=qpdf", f"--json-object={ref}", str(draft), "-"],
+            capture_output=True, text=True, check=True).stdout)["qpdf"]
+        value = current[1][f"obj:{ref}"]["value"]
+        value.update({f"/{k}": f"u:{v}" for k, v in info.items() if v})
+        patch = pdf.with_suffix(".info.json")
+        patch.write_text(json.dumps({"qpdf": [current[0], {f"obj:{ref}": {"value": value}}]}))
+        update = [f"--update-from-json={patch}"]
+    except (subprocess.CalledProcessError, KeyError, IndexError, ValueError) as err:
+        print(f"the PDF keeps Chromium's document information ({err})")
+    run = subprocess.run(["qpdf", str(draft), *update, "--object-streams=generate", str(pdf)],
+                         capture_output=True, text=True)
+    if update:
+        pdf.with_suffix(".info.json").unlink(missing_ok=True)
+    if run.returncode not in (0, 3):  # 3: warnings only
         print(f"qpdf could not pack the PDF, kept as Chromium wrote it: {run.stderr.strip()[:200]}")
-    shutil.copyfile(draft, pdf)
+        shutil.copyfile(draft, pdf)
 
 
 def chromium() -> str:
@@ -207,7 +228,8 @@ def print_book(page: Path, pdf: Path, paper: str, options: dict) -> dict:
                     moved = {t for t in info["pageTargets"] if destinations(draft).get(t) != pages.get(t)}
                     if not moved:
                         break
-                compact(draft, pdf)
+                finish(draft, pdf, {"Author": options.get("author", ""), "Subject": options.get("edition", ""),
+                                    "Creator": "Jupyter Book (single-page build), printed by scripts/pdf.py"})
         finally:
             browser.close()
     if outside:

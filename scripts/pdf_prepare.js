@@ -22,12 +22,6 @@
 
   const text = (el) => (el ? el.textContent.replace(/\s+/g, " ").trim() : "");
   const headingOf = (section) => section && section.querySelector(":scope > h1, :scope > h2, :scope > h3, :scope > h4, :scope > h5, :scope > h6");
-  const headingText = (h) => {
-    if (!h) return "";
-    const copy = h.cloneNode(true);
-    copy.querySelectorAll(".headerlink").forEach((a) => a.remove());
-    return text(copy);
-  };
   const numberOf = (h) => (h && h.querySelector(".section-number") ? text(h.querySelector(".section-number")).replace(/\.$/, "") : "");
   const titleOf = (h) => {
     if (!h) return "";
@@ -127,7 +121,7 @@
   }
 
   function prepare(opts) {
-    const info = { warnings: [] };
+    const info = {};
     document.documentElement.classList.add("print-book");
     // Chrome of the site that has no place in a book.
     document.querySelectorAll("#jb-print-docs-body, .bd-header-article, .prev-next-area, .headerlink, button.copybtn, button.toggle-button")
@@ -282,7 +276,6 @@
     info.pageTargets = [...new Set([...document.querySelectorAll("[data-target]")].map((e) => e.dataset.target))];
     info.figures = article.querySelectorAll("figure img").length;
     info.exercises = article.querySelectorAll("div.exercise").length;
-    info.glued = [...article.querySelectorAll("span.pasted-text")].map((s) => ({ text: text(s), doc: ([...docs].reverse().find((d) => d.section.contains(s)) || {}).anchor }));
     return info;
   }
 
@@ -301,7 +294,6 @@
   // Wait for what the print needs: MathJax done, fonts loaded, every image decoded.
   async function ready() {
     if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
-    if (window.MathJax && MathJax.typesetPromise) await MathJax.typesetPromise();
     await document.fonts.ready;
     await Promise.all([...document.images].map((img) => (img.complete ? Promise.resolve() : img.decode().catch(() => {}))));
     const untypeset = [...document.querySelectorAll("article .math")].filter((m) => !m.querySelector("mjx-container")).length;
