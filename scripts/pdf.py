@@ -179,9 +179,8 @@ def print_book(page: Path, pdf: Path, paper: str, options: dict) -> dict:
     """Print the single-page build to `pdf`; returns what was printed."""
     from playwright.sync_api import sync_playwright
 
-    for tool in ("pdfinfo",):
-        if shutil.which(tool) is None:
-            sys.exit(f"poppler-utils is not installed: `apt-get install -y poppler-utils` (`make pdf` does this as root)")
+    if shutil.which("pdfinfo") is None:
+        sys.exit("poppler-utils is not installed: `apt-get install -y poppler-utils` (`make pdf` does this as root)")
     pdf.parent.mkdir(parents=True, exist_ok=True)
     outside, errors = [], []
 
@@ -238,7 +237,9 @@ def print_book(page: Path, pdf: Path, paper: str, options: dict) -> dict:
         sys.exit(f"script errors while printing: {errors[:5]}")
     if missing:
         sys.exit(f"no page found for: {sorted(set(missing))[:5]}")
-    info.update(prints=prints, moved=sorted(moved))
+    if moved:
+        sys.exit(f"page numbers still moving after {prints} prints: {sorted(moved)[:5]}")
+    info["prints"] = prints
     return info
 
 
