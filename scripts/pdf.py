@@ -138,27 +138,24 @@ def page_count(pdf: Path) -> int:
 
 def finish(draft: Path, pdf: Path, info: dict[str, str]) -> None:
     """qpdf packs the loose objects Chromium writes (the tagged structure the outline needs) into
-    compressed object streams, which halves the file, and fills in the document information
-    Chromium leaves out (author, subject). Without qpdf the PDF is kept as Chromium wrote it."""
+    compressed object streams, which halves the file, and rewrites the document information
+    (Chromium sets only the title) with the author and the edition. Without qpdf the PDF is kept
+    as Chromium wrote it."""
     if shutil.which("qpdf") is None:
         shutil.copyfile(draft, pdf)
         return
     update = []
-    try:  # the document information dictionary, found through the trailer
-        trailer = json.loads(subprocess.run(
-            ["qpdf", "--json-output", "--json-key=qpdf", "--json-object=trailer", str(draft), "-"],
-            capture_output=True, text=True, check=True).stdout)["qpdf"]
-        ref = trailer[1]["trailer"]["value"]["/Info"]
-        current = json.loads(subprocess.run(
-            ["qpdf", "--json-output", "--json-key=qpdf", f"--json-object={ref}", str(draft), "-"],
-            capture_output=True, text=True, check=True).stdout)["qpdf"]
-        value = current[1][f"obj:{ref}"]["value"]
-        value.update({f"/{k}": f"u:{v}" for k, v in info.items() if v})
+    with draft.open("rb") as f:  # the trailer, at the end of the file, names the information dictionary
+        f.seek(max(0, draft.stat().st_size - 2048))
+        ref = re.search(rb"/Info\s+(\d+)\s+(\d+)\s+R", f.read())
+    if ref:
+        now = datetime.datetime.now(datetime.timezone.utc).strftime("D:%Y%m%d%H%M%SZ")
+        value = {f"/{k}": f"u:{v}" for k, v in {**info, "CreationDate": now, "ModDate": now}.items() if v}
         patch = pdf.with_suffix(".info.json")
-        patch.write_text(json.dumps({"qpdf": [current[0], {f"obj:{ref}": {"value": value}}]}))
+        patch.write_text(json.dumps({"qpdf": [
+            {"jsonversion": 2, "pushedinheritedpageresources": False, "calledgetallpages": False, "maxobjectid": 1},
+            {f"obj:{int(ref[1])} {int(ref[2])} R": {"value": value}}]}))
         update = [f"--update-from-json={patch}"]
-    except (subprocess.CalledProcessError, KeyError, IndexError, ValueError) as err:
-        print(f"the PDF keeps Chromium's document information ({err})")
     run = subprocess.run(["qpdf", str(draft), *update, "--object-streams=generate", str(pdf)],
                          capture_output=True, text=True)
     if update:
@@ -227,8 +224,10 @@ def print_book(page: Path, pdf: Path, paper: str, options: dict) -> dict:
                     moved = {t for t in info["pageTargets"] if destinations(draft).get(t) != pages.get(t)}
                     if not moved:
                         break
-                finish(draft, pdf, {"Author": options.get("author", ""), "Subject": options.get("edition", ""),
-                                    "Creator": "Jupyter Book (single-page build), printed by scripts/pdf.py"})
+                finish(draft, pdf, {
+                    "Title": options["title"], "Author": options.get("author", ""),
+                    "Subject": options.get("edition", ""), "Producer": "Chromium (Skia/PDF), qpdf",
+                    "Creator": "Jupyter Book (single-page build), printed by scripts/pdf.py"})
         finally:
             browser.close()
     if outside:
