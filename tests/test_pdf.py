@@ -161,9 +161,6 @@ def printed(tmp_path_factory) -> dict:
     book = SinglePage()
     book.feed(page.read_text())
 
-    text = _run("pdftotext", "-enc", "UTF-8", str(pdf), "-").split("\f")
-    if text and not text[-1].strip():
-        text = text[:-1]
     pages = []
     for p in re.finditer(r'<page width="([\d.]+)" height="([\d.]+)">(.*?)</page>', _run("pdftotext", "-bbox", str(pdf), "-"), re.S):
         words = [dict(x0=float(m[0]), y0=float(m[1]), x1=float(m[2]), y1=float(m[3]), w=html.unescape(m[4])) for m in
@@ -175,7 +172,8 @@ def printed(tmp_path_factory) -> dict:
         if m:
             dests.setdefault(m[2], int(m[1]))
     images = [c.split() for c in _run("pdfimages", "-list", str(pdf)).splitlines()[2:]]
-    return {"pdf": pdf, "site": page.parent, "book": book, "text": [re.sub(r"\s+", " ", t).strip() for t in text],
+    text = [" ".join(w["w"] for w in p["words"]) for p in pages]  # each page's words in reading order
+    return {"pdf": pdf, "site": page.parent, "book": book, "text": text,
             "pages": pages, "dests": dests, "images": [c for c in images if c[2] == "image"]}
 
 
