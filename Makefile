@@ -1,4 +1,5 @@
 # Two commands do everything on a fresh clone:  make book  (build the site)  and  make test.
+# make pdf  prints the whole book as one PDF (and rebuilds the site, whose header offers it).
 SHELL := /bin/bash
 VENV  := .venv
 PY    := $(VENV)/bin/python
@@ -7,7 +8,7 @@ MATHJAX := book/_mathjax/mathjax/tex-mml-chtml.js
 JB    := $(VENV)/bin/jupyter-book
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book test check execute measure bench lab setup browser clean
+.PHONY: book pdf tools test check execute measure bench lab setup clean
 
 setup: $(STAMP) $(MATHJAX)
 
@@ -21,15 +22,6 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip uninstall --quiet --disable-pip-version-check -y rfc3987-syntax
 	touch $@
 
-# Debian's Chromium for the browser checks: installed here when it is missing and we may
-# (root with apt-get); otherwise one clear line says what to install.
-browser:
-	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
-	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
-	    echo "installing Debian's chromium for the browser checks" && \
-	    apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } || \
-	  { echo "make test needs Chromium for its browser checks: install it (Debian: apt-get install -y chromium) and run make test again" >&2; exit 1; }
-
 # MathJax 3 served from the site itself, so math renders without a network.
 $(MATHJAX):
 	mkdir -p .cache/mathjax book/_mathjax/mathjax/output/chtml
@@ -41,8 +33,28 @@ $(MATHJAX):
 book: setup
 	$(JB) build -W -n --keep-going book
 
+## pdf: the whole book as one PDF in book/_build/pdf/ (single-page build printed by headless
+## Chromium), then the site, whose header offers it
+pdf: setup tools
+	$(PY) scripts/pdf.py
+
+# What the browser checks and printing need from Debian: Chromium, poppler-utils (pdfinfo),
+# qpdf, the Liberation fonts. Installed when missing and run as root; otherwise one line says
+# what to install.
+tools:
+	@missing=""; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v pdfinfo >/dev/null 2>&1 || missing="$$missing poppler-utils"; \
+	command -v qpdf >/dev/null 2>&1 || missing="$$missing qpdf"; \
+	fc-list 2>/dev/null | grep -q "Liberation Serif" || missing="$$missing fonts-liberation"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing$$missing"; (apt-get update -qq && apt-get install -y -qq$$missing >/dev/null) || exit 1; \
+	  else echo "this needs Debian's$$missing (browser checks and printing): run  sudo apt-get install -y$$missing" >&2; exit 1; fi; \
+	fi
+
 ## test: library tests, every notebook under nbval, pairs in sync, a clean warnings-as-errors build
-test: setup browser
+test: setup tools
 	$(PY) -m pytest -n 2 --dist loadgroup --nbval book/chapters tests
 
 ## check: the library's tests alone, for the author's inner loop (seconds)
@@ -58,7 +70,7 @@ measure: $(STAMP)
 	$(PY) scripts/execute.py --measured
 
 ## bench: the loops' speed on this machine, as multiples of its floor (takes a few minutes)
-bench: setup browser
+bench: setup tools
 	$(PY) scripts/bench.py
 
 ## lab: JupyterLab with jupytext, so a paired .md opens as a notebook with its outputs
