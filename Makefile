@@ -55,7 +55,7 @@ tools:
 
 ## test: library tests, every notebook under nbval, pairs in sync, a clean warnings-as-errors build
 test: setup tools
-	$(PY) -m pytest -n 2 --dist loadgroup --nbval book/chapters tests
+	$(PY) -m pytest -n 2 --dist loadfile --nbval book/chapters tests
 
 ## check: the library's tests alone, for the author's inner loop (seconds)
 check: setup

@@ -8,10 +8,9 @@
 2. nbval normally ignores PNG outputs and output metadata. The book's figures are
    deterministic and carry their alt text in the metadata, so both are compared too: a
    stored picture or alt text that no longer matches its code fails the run.
-3. Scheduling for ``pytest -n 2 --dist loadgroup``: each test file is one group (a notebook's
-   cells must share one kernel; a module's fixtures are built once), except the example-swap
-   test, whose variants are separate groups so they spread over the workers. The slowest groups
-   are handed out first, so no core idles at the end.
+3. Scheduling for ``pytest -n 2 --dist loadfile`` (a notebook's cells share one kernel, a
+   module's fixtures are built once): the slowest files are handed out first, so no core idles
+   at the end. (Each example-swap variant has a file of its own so the variants spread.)
 """
 import os
 import sys
@@ -25,15 +24,8 @@ import execute as book_execute  # noqa: E402
 os.environ.update(book_execute.NARROWED_ENV)
 
 COMPARED_TOO = {"image/png", "metadata"}
-SLOW_FIRST = ["test_example_swap", "test_site", "test_pdf", "test_families", "test_lab", "answers"]
-"""Groups whose names contain these run first, in this order; the rest keep their order."""
-
-
-def _group(item) -> str:
-    path = str(Path(item.fspath).relative_to(Path(__file__).parent))
-    if "test_example_swap" in path and hasattr(item, "callspec"):
-        return f"{path}::{item.callspec.params.get('variant')}"
-    return path
+SLOW_FIRST = ["test_swap_", "test_pdf", "test_site", "test_famil", "test_report", "test_lab", "answers"]
+"""Files whose paths contain these run first, in this order; the rest keep their order."""
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -41,11 +33,10 @@ def pytest_collection_modifyitems(session, config, items):
         nb_file = item.parent
         if type(nb_file).__name__ == "IPyNbFile" and COMPARED_TOO & set(nb_file.skip_compare):
             nb_file.skip_compare = tuple(k for k in nb_file.skip_compare if k not in COMPARED_TOO)
-        item.add_marker(pytest.mark.xdist_group(_group(item)))
 
     def rank(item):
-        group = _group(item)
-        slow = [i for i, s in enumerate(SLOW_FIRST) if s in group]
+        path = str(item.fspath)
+        slow = [i for i, s in enumerate(SLOW_FIRST) if s in path]
         return slow[0] if slow else len(SLOW_FIRST)
 
-    items.sort(key=rank)   # stable: each group keeps its own order
+    items.sort(key=rank)   # stable: each file keeps its own order

@@ -1,5 +1,8 @@
 """One place defines the example: change it there, re-execute, and every page follows.
 
+(The checks live here; each ``test_swap_<variant>.py`` runs them for one variant, so that
+``pytest -n 2 --dist loadfile`` can hand the variants to different workers.)
+
 For each variant in ``scripts/swap_example.py`` (other head counts and widths, other number
 sizes, another accelerator), the library is copied with ``EXAMPLE_MODEL`` and
 ``EXAMPLE_ACCELERATOR`` replaced, every notebook (but the measured page) is re-executed
@@ -81,12 +84,18 @@ def run_variant(variant: str, out: Path) -> dict:
     return {"errors": errors, "fresh": fresh, "copies": copies}
 
 
-@pytest.fixture(scope="module", params=VARIANTS)
-def variant(request, tmp_path_factory):
-    out = tmp_path_factory.mktemp(f"swap-{request.param}")
-    result = run_variant(request.param, out)
-    result.update(name=request.param, out=out)
-    return result
+def make_tests(name: str) -> dict:
+    """The fixture and the tests below, bound to the variant ``name``, for a test module's globals."""
+
+    @pytest.fixture(scope="module")
+    def variant(tmp_path_factory):
+        out = tmp_path_factory.mktemp(f"swap-{name}")
+        result = run_variant(name, out)
+        result.update(name=name, out=out)
+        return result
+
+    tests = {k: v for k, v in globals().items() if k.startswith("test_")}
+    return {"variant": variant, **tests}
 
 
 def test_every_notebook_runs_with_the_new_example(variant):
