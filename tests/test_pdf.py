@@ -247,7 +247,8 @@ def test_every_glued_number_is_on_its_sections_pages(printed):
         for value, in_solution in doc["glued"]:
             hay = appendix if in_solution else own
             checked += 1
-            if value not in hay and value not in re.sub(r"(\w)[-\u2010] (\w)", r"\1\2", hay):
+            squeezed = re.sub(r"\s+", "", re.sub(r"(\w)[-\u2010] (\w)", r"\1\2", hay))
+            if value not in hay and re.sub(r"\s+", "", value) not in squeezed:
                 missing.append((doc["anchor"], value, "solutions" if in_solution else "section"))
     assert checked > 0, "no glued values found in the single-page build"
     assert not missing, f"glued values missing from their section's pages: {missing[:20]}"
@@ -266,8 +267,10 @@ def test_no_unresolved_reference_untypeset_math_or_site_controls(printed):
 def test_nothing_is_printed_in_the_margins(printed):
     top, right, bottom, left = _margins()
     band = 15 * MM  # the running header and the page number sit this close to the text block
+    # MathJax draws stretched braces from private-use glyphs whose boxes poppler reports as the
+    # width of the stretch; they are not text, so they are left out.
     outside = [(i + 1, w["w"], round(w["x0"]), round(w["x1"])) for i, page in enumerate(printed["pages"])
-               for w in page["words"]
+               for w in page["words"] if not all("\ue000" <= c <= "\uf8ff" for c in w["w"])
                if w["x0"] < left - 1 or w["x1"] > page["width"] - right + 1
                or w["y0"] < top - band or w["y1"] > page["height"] - bottom + band]
     assert not outside, f"text in the margins (page, word, x0, x1): {outside[:20]}"
