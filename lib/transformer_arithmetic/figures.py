@@ -70,7 +70,7 @@ PALETTE: dict[str, str] = {
 
 STYLE = {
     "figure.figsize": (7.0, 3.6),
-    "figure.dpi": 100,
+    "figure.dpi": 150,      # drawn once, at the resolution the page shows
     "savefig.dpi": 150,
     "font.size": 10.5,
     "axes.titlesize": 11,
@@ -231,12 +231,15 @@ def mark(ax, x: float, y: float, text: str, *, colour: str | None = None, fontsi
                 color=colour or PALETTE["ink"], bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
 
 
-def check_layout(fig, tolerance: float = 2.0) -> None:
+def check_layout(fig, tolerance: float = 1.0, draw: bool = True) -> None:
     """Raise ValueError if a label drawn on an axes (``ax.text`` / ``ax.annotate``) sticks out
-    of that axes, or if two such labels overlap: a changed example model must not push a
-    label off the plot or onto another."""
+    of that axes by more than ``tolerance`` points, or if two such labels overlap: a changed
+    example model must not push a label off the plot or onto another. ``draw=False`` checks the
+    canvas as it was last drawn."""
+    if draw:
+        fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
-    fig.draw_without_rendering()
+    tolerance = tolerance * fig.dpi / 72   # points to pixels
     for ax in fig.axes:
         box = ax.get_window_extent(renderer)
         texts = [t for t in ax.texts if t.get_visible() and t.get_text().strip()]
@@ -256,10 +259,18 @@ def check_layout(fig, tolerance: float = 2.0) -> None:
                                      f"overlap ({ax.get_title() or 'untitled'})")
 
 
-def png_bytes(fig) -> bytes:
-    """The figure as PNG bytes, identical on every run with the same library versions."""
+def png_bytes(fig, draw: bool = True) -> bytes:
+    """The figure as PNG bytes (no software stamp), identical on every run with the same library
+    versions. ``draw=False`` encodes the canvas as it was last drawn, so a figure that was just
+    checked is not drawn twice."""
+    from PIL import Image
+
+    if draw:
+        fig.canvas.draw()
+    width, height = fig.canvas.get_width_height(physical=True)
+    image = Image.frombuffer("RGBA", (width, height), bytes(fig.canvas.buffer_rgba()), "raw", "RGBA", 0, 1)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
+    image.save(buf, format="png", dpi=(fig.dpi, fig.dpi))
     return buf.getvalue()
 
 
@@ -283,8 +294,9 @@ def show(fig, key: str, alt: str) -> None:
     notebook, placed on the page by ``{glue:figure}``; tag the cell ``remove-output``)."""
     from .prose import glue
 
-    check_layout(fig)
-    figure = BookFigure(png_bytes(fig), alt)
+    fig.canvas.draw()                        # once: the check and the picture share this drawing
+    check_layout(fig, draw=False)
+    figure = BookFigure(png_bytes(fig, draw=False), alt)
     plt.close(fig)
     glue(key, figure, display=True)
 
