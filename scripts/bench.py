@@ -28,7 +28,7 @@ import execute  # noqa: E402
 PY = sys.executable
 FIGURE = """
 from transformer_arithmetic.figures import new_figure, png_bytes
-fig, ax = new_figure(); ax.plot([1, 2, 3], [1, 4, 9]); ax.set_title("floor"); png_bytes(fig)
+fig, ax = new_figure(); ax.plot([1, 2, 3], [1, 4, 9]); ax.set_title("floor"); _ = png_bytes(fig)
 """
 
 

@@ -7,6 +7,10 @@
    This extension stops the build at once if that plugin is not installed.
 2. Jupyter Book 1.x adds sphinx-thebe's inline settings script twice and the second copy
    throws a console error; the ``html-page-context`` event drops repeated scripts.
+3. sphinxcontrib-bibtex asks pybtex for its plain-text backend once per citation, and pybtex
+   looks it up among the installed packages' entry points every time (a second or more per
+   hundred citations). Registering the same class once with pybtex's ``register_plugin`` (its
+   documented way to add a plugin at run time) turns every later lookup into a dictionary hit.
 
 A figure's code cell is tagged ``remove-output``, so the picture appears once on the page,
 where ``{glue:figure}`` places it with its caption.
@@ -32,7 +36,14 @@ def _drop_duplicate_scripts(app, pagename, templatename, context, doctree):
     context["script_files"] = unique
 
 
+def _register_bibtex_backend() -> None:
+    from pybtex.plugin import find_plugin, register_plugin
+
+    register_plugin("pybtex.backends", "plaintext", find_plugin("pybtex.backends", "plaintext"), force=True)
+
+
 def setup(app):
+    _register_bibtex_backend()
     group, name = PLUGIN
     if name not in entry_points(group=group).names:
         raise ExtensionError(f"the {group} plugin {name!r} is not installed, so figures would lose their "
