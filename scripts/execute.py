@@ -96,14 +96,21 @@ def merge_streams(outputs: list) -> list:
 class Kernel:
     """One kernel that runs notebook after notebook, reset in between."""
 
-    def __init__(self) -> None:
+    def __init__(self, attempts: int = 3) -> None:
         from jupyter_client.manager import KernelManager
 
-        self.km = KernelManager(kernel_name="python3")
-        self.km.start_kernel(extra_arguments=["--log-level=CRITICAL"])
-        self.kc = self.km.client()
-        self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=120)
+        for attempt in range(attempts):   # a kernel that never answers is replaced, not waited on
+            self.km = KernelManager(kernel_name="python3")
+            self.km.start_kernel(extra_arguments=["--log-level=CRITICAL"])
+            self.kc = self.km.client()
+            self.kc.start_channels()
+            try:
+                self.kc.wait_for_ready(timeout=30)
+                break
+            except RuntimeError:
+                self.close()
+                if attempt == attempts - 1:
+                    raise
         self.used = False
 
     def run(self, md: Path) -> None:
