@@ -14,7 +14,7 @@ from book_files import CHAPTERS, ROOT
 sys.path.insert(0, str(ROOT / "scripts"))
 import execute  # noqa: E402
 
-PAIR = [CHAPTERS / "training" / "05_choosing_the_next_token", CHAPTERS / "training" / "04_kv_cache"]
+PAIR = [CHAPTERS / "training" / "05_choosing_the_next_token", CHAPTERS / "training" / "08_in_python"]
 
 
 def test_two_notebooks_in_one_kernel_reproduce_their_stored_files(tmp_path):

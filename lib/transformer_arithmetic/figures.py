@@ -5,12 +5,15 @@ way a figure reaches a page.
   running summary, ...), the same on every page, chosen from the Okabe-Ito and Tol sets so
   that readers with colour-blindness can tell them apart.
 - ``new_figure`` gives a figure at the book's size and style.
-- ``cell_grid``, ``heatmap``, ``bars``, ``curve`` and ``mark`` draw the recurring shapes:
-  a grid of labelled cells (masks, caches, filters, tokens), a grid of numbers with a colour
-  bar, labelled bars, and a curve with marked points whose labels stay inside the axes.
-- ``show(fig, key, alt)`` checks the layout (every label inside its axes, no two labels on
-  top of each other), renders the figure to PNG deterministically, and glues it under
-  ``key`` with its alt text, so that the page places it with ``{glue:figure}``.
+- ``cell_grid``, ``heatmap``, ``bars``, ``curve``, ``mark`` and ``mark_below`` draw the
+  recurring shapes: a grid of labelled cells (masks, caches, filters, tokens), a grid of
+  numbers with a colour bar, labelled bars, and a curve with marked points whose labels stay
+  inside the axes; ``tap_tree`` and ``head_groups`` draw two mechanisms that appear more than
+  once (the taps of stacked filters, query heads sharing key-value heads).
+- ``show(fig, key, alt)`` draws the figure once, checks the layout (every label inside its
+  axes, no two labels on top of each other), encodes the drawing as PNG deterministically,
+  and glues it under ``key`` with its alt text, so that the page places it with
+  ``{glue:figure}``; ``AltText`` is the myst-nb plugin that puts that alt text on the page.
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ from matplotlib.patches import Rectangle  # noqa: E402
 __all__ = [
     "PALETTE", "use_book_style", "new_figure", "scale_for", "cell_grid", "heatmap", "bars",
     "curve", "mark", "check_layout", "show", "BookFigure", "png_bytes", "ink_on", "sequential",
-    "tap_tree", "head_groups",
+    "tap_tree", "head_groups", "mark_below",
 ]
 
 #: One colour per concept, used the same way on every page.
@@ -231,6 +234,86 @@ def mark(ax, x: float, y: float, text: str, *, colour: str | None = None, fontsi
                 color=colour or PALETTE["ink"], bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
 
 
+def tap_tree(ax, levels: Sequence[Sequence[int]], gaps: Sequence[int], kernel: int, *, concept: str,
+             width: int | None = None, size: float = 80.0) -> None:
+    """The taps of a stack of backward-looking filters that feed one output: a row of positions
+    per level (the inputs at the bottom, the output top right, drawn in 'highlight'), the
+    positions that feed the output filled in the concept's colour and joined to the taps they
+    read one level down, the others left hollow. ``levels`` and ``gaps`` come from
+    ``convolution.taps`` and ``convolution.layer_gaps``; ``width`` columns (default: just
+    enough for the inputs), labelled by how far back each lies from the output."""
+    rows = len(levels)
+    if rows != len(gaps) + 1:
+        raise ValueError(f"{rows} levels need {rows - 1} gaps, got {len(gaps)}")
+    cols = width if width is not None else max(levels[0]) + 1
+    colour = PALETTE[concept]
+    for level in range(1, rows):
+        for p in levels[level]:
+            for j in range(kernel):
+                child = p + j * gaps[level - 1]
+                ax.plot([cols - 1 - p, cols - 1 - child], [level, level - 1], color=colour, lw=1.0,
+                        alpha=0.75, zorder=1)
+    for level, used in enumerate(levels):
+        ax.scatter(range(cols), [level] * cols, s=size, facecolor="white", edgecolor=PALETTE["muted"],
+                   lw=1.0, zorder=2)
+        ax.scatter([cols - 1 - p for p in used], [level] * len(used), s=size, color=colour, zorder=3)
+    ax.scatter([cols - 1], [rows - 1], s=size * 1.6, color=PALETTE["highlight"], edgecolor=PALETTE["ink"],
+               lw=1.0, zorder=4)
+    ax.set_xlim(-0.7, cols - 0.3)
+    ax.set_ylim(-0.6, rows - 0.4)
+    ax.set_yticks(range(rows), ["inputs"] + [f"layer {n}" for n in range(1, rows)])
+    ax.set_xticks(range(cols), [str(cols - 1 - c) for c in range(cols)])
+    ax.grid(False)
+    ax.spines[["left", "bottom", "top", "right"]].set_visible(False)
+    ax.tick_params(length=0)
+
+
+
+
+def head_groups(ax, heads: int, kv_heads: int, *, concept: str, fontsize: float = 8.0) -> None:
+    """Query heads in a row above the key-value heads they read, each joined to its own by a
+    line: one key-value head per query head (plain attention), one per group (grouped), or one
+    for all (multi-query). A key-value head spans its group and is filled with the concept's
+    colour; the query heads are muted."""
+    if heads < 1 or kv_heads < 1 or heads % kv_heads:
+        raise ValueError(f"kv_heads={kv_heads} must be at least 1 and divide heads={heads}")
+    group = heads // kv_heads
+    for g in range(kv_heads):
+        ax.add_patch(Rectangle((g * group + 0.08, 0.1), group - 0.16, 0.8, facecolor=PALETTE[concept]))
+        ax.text(g * group + group / 2, 0.5, str(g + 1), ha="center", va="center", fontsize=fontsize,
+                color=ink_on(PALETTE[concept]))
+    for h in range(heads):
+        ax.add_patch(Rectangle((h + 0.08, 2.1), 0.84, 0.8, facecolor=PALETTE["muted"]))
+        ax.text(h + 0.5, 2.5, str(h + 1), ha="center", va="center", fontsize=fontsize,
+                color=ink_on(PALETTE["muted"]))
+        g = h // group
+        ax.plot([h + 0.5, g * group + group / 2], [2.1, 0.9], color=PALETTE["ink"], lw=0.8)
+    ax.set_xlim(0, heads)
+    ax.set_ylim(0, 3)
+    ax.grid(False)
+    ax.spines[["left", "bottom", "top", "right"]].set_visible(False)
+    ax.tick_params(length=0)
+    ax.set_xticks([])
+    ax.set_yticks([0.5, 2.5], ["key-value heads", "query heads"])
+
+
+def mark_below(ax, x: float, y: float, text: str, *, colour: str | None = None,
+               fontsize: float = 9.0) -> None:
+    """A dot at (x, y) with ``text`` below it and to its right, or to its left / above it
+    where the label would leave the axes: for points on a rising curve, where ``mark`` would
+    set the label on the curve itself (call it after the axis limits are set)."""
+    ax.plot([x], [y], "o", color=colour or PALETTE["ink"], ms=4.5, zorder=5)
+    label = ax.annotate(text, (x, y), textcoords="offset points", xytext=(7, -6), ha="left",
+                        va="top", fontsize=fontsize, color=colour or PALETTE["ink"],
+                        bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
+    renderer = ax.figure.canvas.get_renderer()
+    box, extent = ax.get_window_extent(renderer), label.get_window_extent(renderer)
+    left, above = extent.x1 > box.x1, extent.y0 < box.y0
+    label.set_position((-7 if left else 7, 6 if above else -6))
+    label.set_horizontalalignment("right" if left else "left")
+    label.set_verticalalignment("bottom" if above else "top")
+
+
 def check_layout(fig, tolerance: float = 1.0, draw: bool = True) -> None:
     """Raise ValueError if a label drawn on an axes (``ax.text`` / ``ax.annotate``) sticks out
     of that axes by more than ``tolerance`` points, or if two such labels overlap: a changed
@@ -318,91 +401,3 @@ class AltText:
         for node in nodes:
             node["alt"] = str(alt)
         return nodes
-
-
-def tap_tree(ax, levels: Sequence[Sequence[int]], gaps: Sequence[int], kernel: int, *, concept: str,
-             width: int | None = None, size: float = 80.0) -> None:
-    """The taps of a stack of backward-looking filters that feed one output: a row of positions
-    per level (the inputs at the bottom, the output top right, drawn in 'highlight'), the
-    positions that feed the output filled in the concept's colour and joined to the taps they
-    read one level down, the others left hollow. ``levels`` and ``gaps`` come from
-    ``convolution.taps`` and ``convolution.layer_gaps``; ``width`` columns (default: just
-    enough for the inputs), labelled by how far back each lies from the output."""
-    rows = len(levels)
-    if rows != len(gaps) + 1:
-        raise ValueError(f"{rows} levels need {rows - 1} gaps, got {len(gaps)}")
-    cols = width if width is not None else max(levels[0]) + 1
-    colour = PALETTE[concept]
-    for level in range(1, rows):
-        for p in levels[level]:
-            for j in range(kernel):
-                child = p + j * gaps[level - 1]
-                ax.plot([cols - 1 - p, cols - 1 - child], [level, level - 1], color=colour, lw=1.0,
-                        alpha=0.75, zorder=1)
-    for level, used in enumerate(levels):
-        ax.scatter(range(cols), [level] * cols, s=size, facecolor="white", edgecolor=PALETTE["muted"],
-                   lw=1.0, zorder=2)
-        ax.scatter([cols - 1 - p for p in used], [level] * len(used), s=size, color=colour, zorder=3)
-    ax.scatter([cols - 1], [rows - 1], s=size * 1.6, color=PALETTE["highlight"], edgecolor=PALETTE["ink"],
-               lw=1.0, zorder=4)
-    ax.set_xlim(-0.7, cols - 0.3)
-    ax.set_ylim(-0.6, rows - 0.4)
-    ax.set_yticks(range(rows), ["inputs"] + [f"layer {n}" for n in range(1, rows)])
-    ax.set_xticks(range(cols), [str(cols - 1 - c) for c in range(cols)])
-    ax.grid(False)
-    ax.spines[["left", "bottom", "top", "right"]].set_visible(False)
-    ax.tick_params(length=0)
-
-
-
-
-def head_groups(ax, heads: int, kv_heads: int, *, concept: str, fontsize: float = 8.0) -> None:
-    """Query heads in a row above the key-value heads they read, each joined to its own by a
-    line: one key-value head per query head (plain attention), one per group (grouped), or one
-    for all (multi-query). A key-value head spans its group and is filled with the concept's
-    colour; the query heads are muted."""
-    if heads < 1 or kv_heads < 1 or heads % kv_heads:
-        raise ValueError(f"kv_heads={kv_heads} must be at least 1 and divide heads={heads}")
-    group = heads // kv_heads
-    for g in range(kv_heads):
-        ax.add_patch(Rectangle((g * group + 0.08, 0.1), group - 0.16, 0.8, facecolor=PALETTE[concept]))
-        ax.text(g * group + group / 2, 0.5, str(g + 1), ha="center", va="center", fontsize=fontsize,
-                color=ink_on(PALETTE[concept]))
-    for h in range(heads):
-        ax.add_patch(Rectangle((h + 0.08, 2.1), 0.84, 0.8, facecolor=PALETTE["muted"]))
-        ax.text(h + 0.5, 2.5, str(h + 1), ha="center", va="center", fontsize=fontsize,
-                color=ink_on(PALETTE["muted"]))
-        g = h // group
-        ax.plot([h + 0.5, g * group + group / 2], [2.1, 0.9], color=PALETTE["ink"], lw=0.8)
-    ax.set_xlim(0, heads)
-    ax.set_ylim(0, 3)
-    ax.grid(False)
-    ax.spines[["left", "bottom", "top", "right"]].set_visible(False)
-    ax.tick_params(length=0)
-    ax.set_xticks([])
-    ax.set_yticks([0.5, 2.5], ["key-value heads", "query heads"])
-
-
-def mark_below(ax, x: float, y: float, text: str, *, colour: str | None = None,
-               fontsize: float = 9.0) -> None:
-    """A dot at (x, y) with ``text`` below it and to its right, or to its left / above it
-    where the label would leave the axes: for points on a rising curve, where ``mark`` would
-    set the label on the curve itself (call it after the axis limits are set)."""
-    ax.plot([x], [y], "o", color=colour or PALETTE["ink"], ms=4.5, zorder=5)
-    label = ax.annotate(text, (x, y), textcoords="offset points", xytext=(7, -6), ha="left",
-                        va="top", fontsize=fontsize, color=colour or PALETTE["ink"],
-                        bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
-    renderer = ax.figure.canvas.get_renderer()
-    box, extent = ax.get_window_extent(renderer), label.get_window_extent(renderer)
-    left, above = extent.x1 > box.x1, extent.y0 < box.y0
-    label.set_position((-7 if left else 7, 6 if above else -6))
-    label.set_horizontalalignment("right" if left else "left")
-    label.set_verticalalignment("bottom" if above else "top")
-
-
-__all__ += ["mark_below"]
-
-
-# TRANSITION: the old role names, until every notebook uses PALETTE.
-COLORS = {"main": "#1f5a99", "contrast": "#d1603d", "third": "#3f8f5f", "muted": "#9aa5b1",
-          "highlight": "#f2b134", "ink": "#1d2733"}

@@ -121,12 +121,6 @@ def record(**values) -> None:
     print("\n".join(lines))
 
 
-def glue_numbers(**values) -> None:  # TRANSITION: removed once every notebook uses record()
-    """Glue without printing (the old way; use ``record``)."""
-    for key, value in values.items():
-        glue(key, value if isinstance(value, Comparison) else plain(value), display=False)
-
-
 def size_text(nbytes: float, spec: str = ",.4g", byte_unit: str = "bytes") -> str:
     """A byte count in the largest binary unit that keeps it at 1 or more: '48 MiB', '1.5 KiB', '12 GiB'.
 
