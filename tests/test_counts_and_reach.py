@@ -101,10 +101,9 @@ def test_signal_and_pass_counts():
 
 
 def test_surviving_weight_matches_a_running_summary():
-    steps = 100
-    impulse = np.zeros(steps + 1)
-    impulse[0] = 1.0
-    walked = summaries.run_summary(impulse, 0.98)[-1]
+    steps, walked = 100, 1.0
+    for _ in range(steps):   # a token's weight in h_t = 0.98 h_(t-1) + x_t, one step after another
+        walked = 0.98 * walked
     assert summaries.surviving_weight(0.98, steps) == pytest.approx(walked, rel=1e-12)
     assert round(summaries.surviving_weight(0.98, 100), 3) == 0.133
     assert f"{summaries.surviving_weight(0.98, 511):.3g}" == "3.28e-05"

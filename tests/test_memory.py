@@ -44,7 +44,7 @@ def test_weight_and_training_memory_are_the_stated_figures():
     gib = {k: round(v / ta.GIB, 3) for k, v in parts.items()}
     # ZeRO's mixed-precision Adam: 2 + 2 bytes of weights and gradients, 12 of optimiser and master
     assert (parts["weights"] + parts["gradients"] + parts["optimiser"] + parts["master copy"]
-            == 16 * memory.parameter_count(M))
+            == 16 * R.parameters(M))
     # Korthikanti et al.: s*b*h*(34 + 5*a*s/h) bytes a layer; s*b*h*34 without the score grids
     s, b, h, a = 512, 8, M.width, M.heads
     assert parts["activations"] == M.layers * s * b * h * (34 + 5 * a * s // h)
@@ -95,7 +95,7 @@ def test_what_fits_in_the_example_accelerator():
     # Grouped keys and values also narrow the key and value matrices, so the weights shrink
     # too: 500 fit, not the 498 that dividing only the cache by four would give.
     assert (memory.conversations_that_fit(grouped, A, 2048), memory.conversations_that_fit(grouped, A, 32768)) == (500, 31)
-    cache_only = (A.memory_bytes - memory.weight_bytes(M)) // (memory.kv_bytes_per_token(grouped) * 2048)
+    cache_only = (A.memory_bytes - R.weight_bytes(M)) // (R.cache_bytes_per_token(grouped) * 2048)
     assert cache_only == 498
 
 
@@ -105,7 +105,7 @@ def test_score_grid_state_and_hybrid():
     assert memory.score_grid_bytes(128) == 32 * ta.KIB
     assert memory.summary_state_bytes(M, 16) == 0.75 * ta.MIB
     assert round(memory.hybrid_cache_bytes(M, 32768, 3) / ta.MIB) == 385
-    assert memory.hybrid_cache_bytes(M, 32768, M.layers) == memory.kv_cache_bytes(M, 32768)
+    assert memory.hybrid_cache_bytes(M, 32768, M.layers) == 32768 * R.cache_bytes_per_token(M)
 
 
 @pytest.mark.parametrize(
