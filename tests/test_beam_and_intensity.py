@@ -158,14 +158,14 @@ SHAPES = [M, dataclasses.replace(M, kv_heads=4), ta.ModelShape(layers=3, heads=4
                                                             vocab=50, kv_heads=1, bytes_per_number=4)]
 
 
-@pytest.mark.parametrize("m", SHAPES, ids=["example", "grouped", "tiny-mqa"])
+@pytest.mark.parametrize("m", SHAPES, ids=["plain", "grouped", "tiny-mqa"])
 @pytest.mark.parametrize("context, batch", [(0, 1), (2048, 1), (2048, 64), (100, 7)])
 def test_decode_intensity_against_a_real_decoder(m, context, batch):
     flops, nbytes = brute_flops_and_bytes(m, context, batch)
     assert math.isclose(timing.decode_intensity(m, context, batch), flops / nbytes, rel_tol=1e-12)
 
 
-@pytest.mark.parametrize("m", SHAPES, ids=["example", "grouped", "tiny-mqa"])
+@pytest.mark.parametrize("m", SHAPES, ids=["plain", "grouped", "tiny-mqa"])
 def test_prefill_intensity_against_a_real_decoder(m):
     for tokens in (1, 50, 2048, 8192):
         flops, nbytes = brute_prefill_flops_and_bytes(m, tokens)
@@ -201,8 +201,8 @@ def first_bound_batch(m, acc, context, limit=5000):
 FAST = ta.Accelerator(flops_per_s=400e12, bytes_per_s=3.35e12, memory_bytes=80 * ta.GIB)
 
 
-@pytest.mark.parametrize("acc", [A, FAST], ids=["example", "fast"])
-@pytest.mark.parametrize("m", SHAPES, ids=["example", "grouped", "tiny-mqa"])
+@pytest.mark.parametrize("acc", [A, FAST], ids=["chip-24gib", "fast"])
+@pytest.mark.parametrize("m", SHAPES, ids=["plain", "grouped", "tiny-mqa"])
 @pytest.mark.parametrize("context", [0, 1, 16, 64])
 def test_arithmetic_bound_batch_against_trying_every_batch(acc, m, context):
     assert timing.arithmetic_bound_batch(m, acc, context) == first_bound_batch(m, acc, context)
@@ -215,8 +215,8 @@ def test_no_batch_is_arithmetic_bound_when_each_cache_brings_too_little_work():
     assert timing.decode_intensity(M, 2048, 10**9) < timing.ridge_intensity(A)
 
 
-@pytest.mark.parametrize("acc", [A, FAST], ids=["example", "fast"])
-@pytest.mark.parametrize("m", SHAPES, ids=["example", "grouped", "tiny-mqa"])
+@pytest.mark.parametrize("acc", [A, FAST], ids=["chip-24gib", "fast"])
+@pytest.mark.parametrize("m", SHAPES, ids=["plain", "grouped", "tiny-mqa"])
 def test_arithmetic_bound_prompt_against_trying_every_length(acc, m):
     def bound(n):
         flops, nbytes = brute_prefill_flops_and_bytes(m, n)
@@ -257,7 +257,7 @@ def test_top_k_keep_matches_torch_topk():
         sampling.top_k_keep([0.5, 0.5], 3)
 
 
-@pytest.mark.parametrize("m", SHAPES, ids=["example", "grouped", "tiny-mqa"])
+@pytest.mark.parametrize("m", SHAPES, ids=["plain", "grouped", "tiny-mqa"])
 def test_cache_intensity_against_a_real_cache(m):
     pair_work = 4 * R.query_channels(m)     # a new query meets one cached key and value in every layer
     assert math.isclose(timing.cache_intensity(m), pair_work / R.cache_bytes_per_token(m), rel_tol=1e-12)
