@@ -86,6 +86,16 @@ def quiet() -> None:
     warnings.filterwarnings("ignore", module="transformers")
 
 
+def load_modelling_code() -> None:
+    """Import what transformers otherwise loads when it builds its first model (its modelling and
+    generation utilities, which bring torch.distributed.tensor and torch._dynamo: about three
+    seconds, once a process), so that the cost shows in a module fixture's setup rather than
+    inside whichever test happens to build a model first."""
+    import transformers.generation.utils  # noqa: F401
+    import transformers.masking_utils  # noqa: F401
+    import transformers.modeling_utils  # noqa: F401
+
+
 def published(name: str) -> dict:
     """A published config.json from tests/configs, as a dictionary."""
     return json.loads((CONFIGS / f"{name}.json").read_text())

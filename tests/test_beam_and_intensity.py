@@ -10,11 +10,15 @@ import numpy as np
 import pytest
 import torch
 
+import decoder_reference as R
 import transformer_arithmetic as ta
 from transformer_arithmetic import sampling, simulated, timing
-from transformer_arithmetic.reference_model import Decoder, cache_bytes
 
-M, A = ta.EXAMPLE_MODEL, ta.EXAMPLE_ACCELERATOR
+PLAIN_335M = ta.ModelShape(layers=24, heads=16, head_dim=64, ffn_width=4096, vocab=32768, bytes_per_number=2,
+                           name="a plain 335M-parameter decoder")
+CHIP_24GIB = ta.Accelerator(flops_per_s=100e12, bytes_per_s=1e12, memory_bytes=24 * ta.GIB,
+                            name="a chip of 100 TFLOP/s, 1 TB/s and 24 GiB")
+M, A = PLAIN_335M, CHIP_24GIB
 SEED = 20240611
 
 
@@ -137,33 +141,38 @@ def test_mean_chance_drawn_against_torch_and_its_limits():
 
 def brute_flops_and_bytes(m: ta.ModelShape, context: int, batch: int):
     """(operations, bytes) of one decode step, from a real decoder's matrices and a real cache."""
-    with torch.device("meta"):
-        decoder = Decoder(m)
-    per_token = sum(2 * mod.in_features * mod.out_features for mod in decoder.modules()
-                    if isinstance(mod, torch.nn.Linear))
-    norms = sum(p.numel() for n, p in decoder.named_parameters() if "norm" in n)
-    pairs = 4 * m.layers * m.heads * m.head_dim * context  # a score and a weighted value per pair
-    weights = sum(p.numel() for p in {id(p): p for p in decoder.parameters()}.values()) * m.bytes_per_number
-    probe = dataclasses.replace(m, ffn_width=8, vocab=8)
-    real = Decoder(probe).to(torch.bfloat16 if m.bytes_per_number == 2 else torch.float32).eval()
-    row, cache = real.generate(torch.tensor([[1]]), new_tokens=1)
-    per_cached_token = cache_bytes(cache) // row.shape[1]
-    flops = batch * (per_token + 2 * norms + pairs)   # the library counts a norm's scale as 2 operations too
-    return flops, weights + batch * context * per_cached_token
+    per_token = R.matrix_flops_per_token(m) + 2 * R.norm_numbers(m)  # a norm's scale: 2 operations a number
+    pairs = 4 * R.query_channels(m) * context  # a score and a weighted value per earlier token
+    return batch * (per_token + pairs), R.weight_bytes(m) + batch * context * R.cache_bytes_per_token(m)
+
+
+def brute_prefill_flops_and_bytes(m: ta.ModelShape, tokens: int):
+    """(operations, bytes) of the pass over a prompt: every position through the real matrices,
+    every causal pair counted one position at a time, the weights read and the cache written."""
+    per_token = R.matrix_flops_per_token(m) + 2 * R.norm_numbers(m)
+    pairs = sum(range(1, tokens + 1))
+    return per_token * tokens + 4 * R.query_channels(m) * pairs, R.weight_bytes(m) + tokens * R.cache_bytes_per_token(m)
 
 
 SHAPES = [M, dataclasses.replace(M, kv_heads=4), ta.ModelShape(layers=3, heads=4, head_dim=8, ffn_width=64,
                                                             vocab=50, kv_heads=1, bytes_per_number=4)]
 
 
-@pytest.mark.parametrize("m", SHAPES, ids=["example", "grouped", "tiny-mqa"])
+@pytest.mark.parametrize("m", SHAPES, ids=["plain", "grouped", "tiny-mqa"])
 @pytest.mark.parametrize("context, batch", [(0, 1), (2048, 1), (2048, 64), (100, 7)])
 def test_decode_intensity_against_a_real_decoder(m, context, batch):
     flops, nbytes = brute_flops_and_bytes(m, context, batch)
     assert math.isclose(timing.decode_intensity(m, context, batch), flops / nbytes, rel_tol=1e-12)
 
 
-def test_intensity_facts_of_the_example():
+@pytest.mark.parametrize("m", SHAPES, ids=["plain", "grouped", "tiny-mqa"])
+def test_prefill_intensity_against_a_real_decoder(m):
+    for tokens in (1, 50, 2048, 8192):
+        flops, nbytes = brute_prefill_flops_and_bytes(m, tokens)
+        assert math.isclose(timing.prefill_intensity(m, tokens), flops / nbytes, rel_tol=1e-12)
+
+
+def test_intensity_facts_of_a_plain_two_byte_model():
     assert timing.ridge_intensity(A) == 100.0
     for context in (0, 512, 2048, 8192):   # two-byte numbers, one key-value head per query head
         assert timing.decode_intensity(M, context) == 1.0
@@ -173,22 +182,17 @@ def test_intensity_facts_of_the_example():
 @pytest.mark.parametrize("context, batch", [(0, 1), (0, 300), (2048, 1), (2048, 64), (8192, 16)])
 def test_the_roofline_gives_the_step_time(context, batch):
     rate = timing.attainable_flops(A, timing.decode_intensity(M, context, batch))
-    work = batch * (2 * ta.memory.parameter_count(M) + 4 * M.layers * M.heads * M.head_dim * context)
+    work, nbytes = brute_flops_and_bytes(M, context, batch)
+    step = max(work / A.flops_per_s, nbytes / A.bytes_per_s)
+    assert math.isclose(work / rate, step, rel_tol=1e-12)
     assert math.isclose(work / rate, timing.decode_step_time(M, A, context, batch), rel_tol=1e-12)
     assert rate <= A.flops_per_s
-
-
-@pytest.mark.parametrize("tokens", [1, 50, 2048, 8192])
-def test_the_roofline_gives_the_prefill_time(tokens):
-    rate = timing.attainable_flops(A, timing.prefill_intensity(M, tokens))
-    work = ta.work.prefill_flops(M, tokens)
-    assert math.isclose(work / rate, timing.prefill_time(M, A, tokens), rel_tol=1e-12)
 
 
 def first_bound_batch(m, acc, context, limit=5000):
     """The smallest batch whose arithmetic time reaches its reading time, by trying each in turn."""
     for b in range(1, limit + 1):
-        flops, nbytes = b * ta.work.decode_flops(m, context), timing.decode_bytes(m, context, b)
+        flops, nbytes = brute_flops_and_bytes(m, context, b)
         if flops / acc.flops_per_s >= nbytes / acc.bytes_per_s:
             return b
     return None
@@ -197,8 +201,8 @@ def first_bound_batch(m, acc, context, limit=5000):
 FAST = ta.Accelerator(flops_per_s=400e12, bytes_per_s=3.35e12, memory_bytes=80 * ta.GIB)
 
 
-@pytest.mark.parametrize("acc", [A, FAST], ids=["example", "fast"])
-@pytest.mark.parametrize("m", SHAPES, ids=["example", "grouped", "tiny-mqa"])
+@pytest.mark.parametrize("acc", [A, FAST], ids=["chip-24gib", "fast"])
+@pytest.mark.parametrize("m", SHAPES, ids=["plain", "grouped", "tiny-mqa"])
 @pytest.mark.parametrize("context", [0, 1, 16, 64])
 def test_arithmetic_bound_batch_against_trying_every_batch(acc, m, context):
     assert timing.arithmetic_bound_batch(m, acc, context) == first_bound_batch(m, acc, context)
@@ -211,12 +215,14 @@ def test_no_batch_is_arithmetic_bound_when_each_cache_brings_too_little_work():
     assert timing.decode_intensity(M, 2048, 10**9) < timing.ridge_intensity(A)
 
 
-@pytest.mark.parametrize("acc", [A, FAST], ids=["example", "fast"])
-@pytest.mark.parametrize("m", SHAPES, ids=["example", "grouped", "tiny-mqa"])
+@pytest.mark.parametrize("acc", [A, FAST], ids=["chip-24gib", "fast"])
+@pytest.mark.parametrize("m", SHAPES, ids=["plain", "grouped", "tiny-mqa"])
 def test_arithmetic_bound_prompt_against_trying_every_length(acc, m):
-    first = next(n for n in range(1, 100000)
-                 if ta.work.prefill_flops(m, n) / acc.flops_per_s
-                 >= (ta.memory.weight_bytes(m) + ta.memory.kv_cache_bytes(m, n)) / acc.bytes_per_s)
+    def bound(n):
+        flops, nbytes = brute_prefill_flops_and_bytes(m, n)
+        return flops / acc.flops_per_s >= nbytes / acc.bytes_per_s
+
+    first = next(n for n in range(1, 100000) if bound(n))
     assert timing.arithmetic_bound_prompt(m, acc) == first
 
 
@@ -251,14 +257,10 @@ def test_top_k_keep_matches_torch_topk():
         sampling.top_k_keep([0.5, 0.5], 3)
 
 
-@pytest.mark.parametrize("m", SHAPES, ids=["example", "grouped", "tiny-mqa"])
+@pytest.mark.parametrize("m", SHAPES, ids=["plain", "grouped", "tiny-mqa"])
 def test_cache_intensity_against_a_real_cache(m):
-    probe = dataclasses.replace(m, ffn_width=8, vocab=8)
-    real = Decoder(probe).to(torch.bfloat16 if m.bytes_per_number == 2 else torch.float32).eval()
-    row, cache = real.generate(torch.tensor([[1]]), new_tokens=1)
-    per_token = cache_bytes(cache) // row.shape[1]
-    pair_work = 4 * m.layers * m.heads * m.head_dim     # a new query meets one cached key and value
-    assert math.isclose(timing.cache_intensity(m), pair_work / per_token, rel_tol=1e-12)
+    pair_work = 4 * R.query_channels(m)     # a new query meets one cached key and value in every layer
+    assert math.isclose(timing.cache_intensity(m), pair_work / R.cache_bytes_per_token(m), rel_tol=1e-12)
     # the limit of a decode step's intensity, as the batch grows, is set by the cache
-    many = timing.decode_intensity(m, 512, 10**9)
-    assert math.isclose(many, ta.work.decode_flops(m, 512) / ta.memory.kv_cache_bytes(m, 512), rel_tol=1e-6)
+    flops, nbytes = brute_flops_and_bytes(m, 512, 1)
+    assert math.isclose(timing.decode_intensity(m, 512, 10**9), flops / (nbytes - R.weight_bytes(m)), rel_tol=1e-6)

@@ -6,7 +6,7 @@ from torch.nn import functional as F
 
 import transformer_arithmetic as ta
 from transformer_arithmetic import convolution, figures, masks, memory, objective, prose, summaries
-from transformer_arithmetic.reference_model import Attention, FeedForward
+from transformer_arithmetic.reference_model import Attention, Block, FeedForward
 
 
 def conv_reach(kernel: int, layers: int, dilated: bool) -> int:
@@ -69,13 +69,16 @@ def test_window_pairs_count_the_mask(n, window):
 
 
 def test_part_counts_match_torch_modules():
-    for shape in (ta.EXAMPLE_MODEL, ta.ModelShape(layers=1, heads=8, kv_heads=2, head_dim=16, ffn_width=96,
-                                                   vocab=10, gated_ffn=True, width=160)):
+    plain = ta.ModelShape(layers=24, heads=16, head_dim=64, ffn_width=4096, vocab=32768, name="a plain decoder")
+    for shape in (plain, ta.ModelShape(layers=1, heads=8, kv_heads=2, head_dim=16, ffn_width=96, vocab=10,
+                                       gated_ffn=True, width=160, norm_bias=True)):
         with torch.device("meta"):
             attn, ffn = Attention(shape), FeedForward(shape)
         assert memory.attention_params(shape) == sum(p.numel() for p in attn.parameters())
         assert memory.ffn_params(shape) == sum(p.numel() for p in ffn.parameters())
-        assert memory.layer_params(shape) == memory.attention_params(shape) + memory.ffn_params(shape) + 2 * shape.width
+        with torch.device("meta"):
+            block = Block(shape)
+        assert memory.layer_params(shape) == sum(p.numel() for p in block.parameters())
 
 
 def test_shifted_rows_match_tensor_slicing():
@@ -98,10 +101,9 @@ def test_signal_and_pass_counts():
 
 
 def test_surviving_weight_matches_a_running_summary():
-    steps = 100
-    impulse = np.zeros(steps + 1)
-    impulse[0] = 1.0
-    walked = summaries.run_summary(impulse, 0.98)[-1]
+    steps, walked = 100, 1.0
+    for _ in range(steps):   # a token's weight in h_t = 0.98 h_(t-1) + x_t, one step after another
+        walked = 0.98 * walked
     assert summaries.surviving_weight(0.98, steps) == pytest.approx(walked, rel=1e-12)
     assert round(summaries.surviving_weight(0.98, 100), 3) == 0.133
     assert f"{summaries.surviving_weight(0.98, 511):.3g}" == "3.28e-05"
@@ -116,10 +118,11 @@ def test_figures_render_identically_and_need_alt_text():
         ax.legend()
         return figures.png_bytes(fig)
 
-    assert draw() == draw()
-    assert b"Software" not in draw()
+    first = draw()
+    assert first == draw()
+    assert b"Software" not in first
     with pytest.raises(ValueError, match="alt text"):
-        figures.BookFigure(draw(), alt="  ")
+        figures.BookFigure(first, alt="  ")
     assert figures.BookFigure(b"png", alt="A line falling from 3 to 1.")._repr_png_()[1] == {"alt": "A line falling from 3 to 1."}
 
 

@@ -8,11 +8,25 @@ import numpy as np
 import pytest
 import torch
 
+import decoder_reference as R
 import transformer_arithmetic as ta
-from transformer_arithmetic import designs, masks, memory, summaries, timing
-from transformer_arithmetic.reference_model import Decoder, cache_bytes
+from transformer_arithmetic import designs, masks, summaries, timing
 
-M, A = ta.EXAMPLE_MODEL, ta.EXAMPLE_ACCELERATOR
+PLAIN_335M = ta.ModelShape(layers=24, heads=16, head_dim=64, ffn_width=4096, vocab=32768, bytes_per_number=2,
+                           name="a plain 335M-parameter decoder")
+CHIP_24GIB = ta.Accelerator(flops_per_s=100e12, bytes_per_s=1e12, memory_bytes=24 * ta.GIB,
+                            name="a chip of 100 TFLOP/s, 1 TB/s and 24 GiB")
+M, A = PLAIN_335M, CHIP_24GIB
+
+
+def step_limits(m: ta.ModelShape, acc: ta.Accelerator, context: int, positions: int = 1, weight_bytes=None):
+    """(arithmetic seconds, reading seconds) of one step of one conversation that pushes
+    ``positions`` positions after ``context`` tokens, from a real decoder: its matrices and
+    normalisations for every position, 4 operations per query channel per earlier token, its
+    weights (or ``weight_bytes``) and its real cache read once."""
+    flops = positions * (R.matrix_flops_per_token(m) + 2 * R.norm_numbers(m) + 4 * R.query_channels(m) * context)
+    weights = R.weight_bytes(m) if weight_bytes is None else weight_bytes
+    return flops / acc.flops_per_s, (weights + context * R.cache_bytes_per_token(m)) / acc.bytes_per_s
 
 
 # --- running summaries: content-chosen steps and the weight matrix --------------------------
@@ -87,7 +101,6 @@ def test_scan_pairs_reproduce_the_walk(n):
     np.testing.assert_allclose(b, walk, rtol=1e-12, atol=1e-12)
     assert summaries.scan_rounds(n) == len(summaries.scan_pairs(n)) == math.ceil(math.log2(n))
     assert summaries.scan_combines(n) == sum(len(p) for p in summaries.scan_pairs(n))
-    assert summaries.scan_rounds(n) == summaries.parallel_scan(np.zeros(n), 0.5)[1]
 
 
 def test_scan_counts_for_long_rows():
@@ -101,7 +114,7 @@ def test_scan_counts_for_long_rows():
 
 def test_answer_limits_sum_the_steps():
     arithmetic, reading = timing.answer_limits(M, A, 8192, 16)
-    by_hand = [(timing.arithmetic_time(M, A, 8192 + k), timing.reading_time(M, A, 8192 + k)) for k in range(16)]
+    by_hand = [step_limits(M, A, 8192 + k) for k in range(16)]
     assert arithmetic == pytest.approx(sum(p[0] for p in by_hand))
     assert reading == pytest.approx(sum(p[1] for p in by_hand))
     assert timing.answer_time(M, A, 8192, 16) == pytest.approx(sum(max(p) for p in by_hand))
@@ -125,27 +138,24 @@ def test_speculative_tokens_per_step_by_enumeration(k, alpha):
 
 def test_speculative_time_per_token():
     draft = dataclasses.replace(M, layers=3)
-    one = timing.verify_step_time(M, A, 8192, 1)
-    assert one == timing.decode_step_time(M, A, 8192)
+    assert timing.verify_step_time(M, A, 8192, 1) == max(step_limits(M, A, 8192))
+    assert timing.verify_step_time(M, A, 8192, 5) == max(step_limits(M, A, 8192, positions=5))
     t = timing.speculative_time_per_token(M, draft, A, 8192, 4, 0.8)
-    by_hand = (4 * timing.decode_step_time(draft, A, 8192) + timing.verify_step_time(M, A, 8192, 5)) / 3.3616
+    # four draft steps and one check of five positions, shared by 1 + .8 + .8**2 + .8**3 + .8**4 tokens
+    by_hand = (4 * max(step_limits(draft, A, 8192)) + max(step_limits(M, A, 8192, positions=5))) / 3.3616
+    assert expected_tokens_by_enumeration(4, 0.8) == pytest.approx(3.3616)
     assert t == pytest.approx(by_hand)
-    assert t < timing.decode_step_time(M, A, 8192)
+    assert t < max(step_limits(M, A, 8192))
     with pytest.raises(ValueError, match="acceptance"):
         timing.speculative_tokens_per_step(3, 1.2)
     with pytest.raises(ValueError, match="positions"):
         timing.verify_step_time(M, A, 10, 0)
 
 
-def real_parameters(shape):
-    with torch.device("meta"):
-        decoder = Decoder(shape)
-    return sum(p.numel() for p in {id(p): p for p in decoder.parameters()}.values())
-
-
 def test_step_time_at_bits_reads_fewer_weight_bytes():
-    assert timing.step_time_at_bits(M, A, 2048, 8 * M.bytes_per_number) == timing.decode_step_time(M, A, 2048)
-    reading = (real_parameters(M) * 4 / 8 + memory.kv_cache_bytes(M, 2048)) / A.bytes_per_s
+    assert timing.step_time_at_bits(M, A, 2048, 8 * M.bytes_per_number) == max(step_limits(M, A, 2048))
+    arithmetic, reading = step_limits(M, A, 2048, weight_bytes=R.parameters(M) * 4 / 8)
+    assert reading > arithmetic
     assert timing.step_time_at_bits(M, A, 2048, 4) == pytest.approx(reading)
     with pytest.raises(ValueError, match="weight_bits"):
         timing.step_time_at_bits(M, A, 2048, 0)
@@ -161,53 +171,50 @@ CONV = designs.Design("convolution", "convolution", kernel=3)
 RNN = designs.Design("recurrent", "recurrent")
 
 
-def real_cache_per_token(shape):
-    probe = dataclasses.replace(shape, ffn_width=8, vocab=8)
-    decoder = Decoder(probe).to(torch.bfloat16).eval()
-    row, cache = decoder.generate(torch.tensor([[1]]), new_tokens=1)
-    return cache_bytes(cache) // row.shape[1]
-
-
 def test_full_attention_is_the_books_decode_step():
     for n in (0, 8192, 131072):
-        assert designs.token_time(FULL, M, A, n) == timing.decode_step_time(M, A, n)
-    assert designs.held_bytes(FULL, M, 32768) == 32768 * real_cache_per_token(M)
+        assert designs.token_time(FULL, M, A, n) == max(step_limits(M, A, n)) == timing.decode_step_time(M, A, n)
+    assert designs.held_bytes(FULL, M, 32768) == 32768 * R.cache_bytes_per_token(M)
 
 
 def test_held_bytes_against_real_tensors():
     grouped = designs.Design("grouped", "attention", kv_heads=4)
-    assert designs.held_bytes(grouped, M, 100) == 100 * real_cache_per_token(dataclasses.replace(M, kv_heads=4))
-    assert designs.held_bytes(WINDOW, M, 32768) == 1024 * real_cache_per_token(M)
+    assert designs.held_bytes(grouped, M, 100) == 100 * R.cache_bytes_per_token(dataclasses.replace(M, kv_heads=4))
+    assert designs.held_bytes(WINDOW, M, 32768) == 1024 * R.cache_bytes_per_token(M)
     state = torch.zeros(M.layers, M.width, 16, dtype=torch.bfloat16)
     assert designs.held_bytes(SUMMARY, M, 32768) == state.numel() * state.element_size()
     last_inputs = torch.zeros(M.layers, 2, M.width, dtype=torch.bfloat16)
     assert designs.held_bytes(CONV, M, 32768) == last_inputs.numel() * last_inputs.element_size()
-    per_layer = real_cache_per_token(M) // M.layers
+    per_layer = R.cache_bytes_per_token(M) // M.layers
     assert designs.held_bytes(HYBRID, M, 32768) == 3 * 32768 * per_layer + 21 * state[0].numel() * 2
 
 
 def test_reach_and_exact_recall_against_masks():
-    for n in (1, 5, 1024, 1025, 4000):
-        row = masks.window_mask(n, 1024)[-1]             # what the newest position may read
-        assert designs.exact_recall(WINDOW, n) == int(row.sum())
-        assert designs.reach(WINDOW, n) == n - 1 - int(np.argmax(row))
+    narrow = designs.Design("window of 16", "attention", window=16)  # small masks: the window's edges all the same
+    for n in (1, 5, 16, 17, 60):
+        row = masks.window_mask(n, 16)[-1]             # what the newest position may read
+        assert designs.exact_recall(narrow, n) == int(row.sum())
+        assert designs.reach(narrow, n) == n - 1 - int(np.argmax(row))
         assert designs.exact_recall(FULL, n) == int(masks.causal_mask(n)[-1].sum())
         assert designs.reach(CONV, n) == min(n - 1, 2) and designs.reach(RNN, n) == n - 1
         assert designs.exact_recall(SUMMARY, n) == min(n, 16) and designs.exact_recall(RNN, n) == 1
+    assert (designs.exact_recall(WINDOW, 4000), designs.reach(WINDOW, 4000)) == (1024, 1023)
 
 
 def test_dependent_steps():
     assert designs.dependent_steps(RNN, 32768) == 32768
-    assert designs.dependent_steps(SUMMARY, 32768) == summaries.parallel_scan(np.zeros(32768), 0.5)[1] == 15
+    # a scan's rounds: each round doubles the span a position has combined (1, 2, 4, ...)
+    assert designs.dependent_steps(SUMMARY, 32768) == math.ceil(math.log2(32768)) == 15
+    assert designs.dependent_steps(SUMMARY, 1000) == designs.dependent_steps(HYBRID, 1000) == 10
     assert designs.dependent_steps(FULL, 32768) == designs.dependent_steps(CONV, 32768) == 1
 
 
 def test_token_work_and_time():
-    assert designs.token_flops(SUMMARY, M, 8192) == 2 * real_parameters(M) + 4 * M.layers * M.width * 16
+    assert designs.token_flops(SUMMARY, M, 8192) == 2 * R.parameters(M) + 4 * M.layers * M.width * 16
     hybrid = designs.token_flops(HYBRID, M, 8192)
-    assert hybrid == 2 * real_parameters(M) + 3 * 4 * M.heads * M.head_dim * 8192 + 21 * 4 * M.width * 16
+    assert hybrid == 2 * R.parameters(M) + 3 * 4 * M.heads * M.head_dim * 8192 + 21 * 4 * M.width * 16
     flat = [designs.token_time(SUMMARY, M, A, n) for n in (1, 8192, 131072)]
-    assert flat[0] == flat[1] == flat[2] == pytest.approx((real_parameters(M) * 2 + 24 * 1024 * 16 * 2) / 1e12)
+    assert flat[0] == flat[1] == flat[2] == pytest.approx((R.parameters(M) * 2 + 24 * 1024 * 16 * 2) / 1e12)
     assert designs.token_time(WINDOW, M, A, 131072) == designs.token_time(WINDOW, M, A, 1024)
 
 

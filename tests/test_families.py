@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from hf_reference import CONFIGS, build, cache_layer_kinds, parameter_count, published, quiet, tiny, weight_bytes
+from hf_reference import (CONFIGS, build, cache_layer_kinds, load_modelling_code, parameter_count, published,
+                          quiet, tiny, weight_bytes)
 from transformer_arithmetic import memory
 from transformer_arithmetic.hf_config import example_configs, read_config, shape_from_config
 
@@ -18,6 +19,7 @@ DENSE = ["llama-2-7b", "llama-3-8b", "mistral-7b-v0.1", "qwen2.5-7b", "qwen3-8b"
 @pytest.fixture(scope="module", autouse=True)
 def _quiet():
     quiet()
+    load_modelling_code()
 
 
 def check_against_transformers(cfg: dict, name: str) -> None:

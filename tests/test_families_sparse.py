@@ -3,8 +3,8 @@ calculator and by the models ``transformers`` builds from the same files on the 
 total and active parameters, weight bytes, and the kind of each layer's cache."""
 import pytest
 
-from hf_reference import (active_parameter_count, build, cache_layer_kinds, hf_config, parameter_count,
-                          published, quiet, weight_bytes)
+from hf_reference import (active_parameter_count, build, cache_layer_kinds, hf_config, load_modelling_code,
+                          parameter_count, published, quiet, weight_bytes)
 from transformer_arithmetic import memory
 from transformer_arithmetic.hf_config import shape_from_config
 from transformer_arithmetic.layout import Experts, LatentAttention, Mamba, Mamba2
@@ -16,6 +16,7 @@ SPARSE = ["mixtral-8x7b", "qwen1.5-moe-a2.7b", "qwen3-30b-a3b", "deepseek-v2-lit
 @pytest.fixture(scope="module", autouse=True)
 def _quiet():
     quiet()
+    load_modelling_code()
 
 
 @pytest.mark.parametrize("name", SPARSE)

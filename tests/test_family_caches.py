@@ -6,7 +6,7 @@ the report says so and the architecture's own figure is the smaller one."""
 import pytest
 import torch
 
-from hf_reference import TINY, build, parameter_count, quiet, run_cache, tiny
+from hf_reference import TINY, build, load_modelling_code, parameter_count, quiet, run_cache, tiny
 from transformer_arithmetic import memory
 from transformer_arithmetic.hf_config import shape_from_config
 
@@ -20,6 +20,7 @@ STORES_MORE = {"falcon-40b"}
 @pytest.fixture(scope="module", autouse=True)
 def _one_thread():
     quiet()
+    load_modelling_code()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny models: threads only add overhead, and tests run two at a time
     yield

@@ -26,7 +26,7 @@ def test_plain_models_compare_plain_the_most_even_split_and_one(heads):
 
 
 def test_the_stated_choices():
-    assert kv_head_choices(ta.EXAMPLE_MODEL) == (16, 4, 1)
+    assert kv_head_choices(shape(16)) == (16, 4, 1)
     assert kv_head_choices(shape(12)) == (12, 4, 1)
     assert kv_head_choices(shape(8)) == (8, 4, 1)
     assert kv_head_choices(shape(7)) == (7, 1)

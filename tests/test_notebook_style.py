@@ -7,6 +7,7 @@
   colours come from the book's palette.
 """
 import re
+from functools import lru_cache
 
 import jupytext
 import pytest
@@ -17,6 +18,12 @@ MAX_LINE = 88
 MAX_VISIBLE = 30
 
 
+@lru_cache(maxsize=None)
+def cells(md):
+    """The cells of a paired notebook's text, read once for the three tests below (which only read them)."""
+    return tuple(jupytext.read(md).cells)
+
+
 def visible(cell) -> bool:
     tags = set(cell.metadata.get("tags", []))
     return cell.cell_type == "code" and not tags & {"hide-input", "remove-input", "remove-cell", "hide-cell"}
@@ -24,7 +31,7 @@ def visible(cell) -> bool:
 
 @pytest.mark.parametrize("md", paired_notebooks(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_visible_code_fits_the_code_box(md):
-    long = [(i, line) for i, c in enumerate(jupytext.read(md).cells) if visible(c)
+    long = [(i, line) for i, c in enumerate(cells(md)) if visible(c)
             for line in c.source.splitlines() if len(line) > MAX_LINE]
     assert not long, f"visible code lines over {MAX_LINE} characters (cell, line): {long}"
 
@@ -32,7 +39,7 @@ def test_visible_code_fits_the_code_box(md):
 @pytest.mark.parametrize("md", paired_notebooks(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_at_most_a_screenful_of_code_between_figures(md):
     run, worst = 0, (0, None)
-    for i, cell in enumerate(jupytext.read(md).cells):
+    for i, cell in enumerate(cells(md)):
         if cell.cell_type == "markdown" and "{glue:figure}" in cell.source:
             run = 0
         elif visible(cell):
@@ -43,7 +50,7 @@ def test_at_most_a_screenful_of_code_between_figures(md):
 
 @pytest.mark.parametrize("md", paired_notebooks(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_numbers_are_stated_once_and_colours_come_from_the_palette(md):
-    code = "\n".join(c.source for c in jupytext.read(md).cells if c.cell_type == "code")
+    code = "\n".join(c.source for c in cells(md) if c.cell_type == "code")
     assert not re.search(r"\bglue_numbers\b|\bglue\(", code), "glue through record(), which also prints"
     assert not re.search(r"\bCOLORS\b", code), "colours come from figures.PALETTE"
     assert not re.search(r"['\"]#[0-9a-fA-F]{6}['\"]", code), "a colour typed by hand: add it to figures.PALETTE"

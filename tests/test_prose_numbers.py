@@ -8,6 +8,7 @@ A markdown cell (or a page of plain markdown) may contain a digit only
 The failure names the file, the line and the number.
 """
 import re
+from functools import lru_cache
 
 import jupytext
 import pytest
@@ -42,17 +43,19 @@ def offending_numbers(text: str):
         yield text.count("\n", 0, m.start()) + 1, m.group().rstrip(".,")
 
 
+@lru_cache(maxsize=None)
 def markdown_of(path):
-    """(first line in the file, text) for each markdown cell, or the whole page if plain."""
+    """(first line in the file, text) for each markdown cell, or the whole page if plain (read once
+    for the two tests below)."""
     if not is_notebook_text(path):
-        return [(1, path.read_text())]
+        return ((1, path.read_text()),)
     source = path.read_text()
     out = []
     for cell in jupytext.read(path).cells:
         if cell.cell_type == "markdown":
             at = source.find(cell.source)
             out.append((source.count("\n", 0, at) + 1 if at >= 0 else 0, cell.source))
-    return out
+    return tuple(out)
 
 
 @pytest.mark.parametrize("path", paired_notebooks() + plain_pages(), ids=lambda p: str(p.relative_to(ROOT)))

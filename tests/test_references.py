@@ -1,5 +1,6 @@
 """The library against independent references: PyTorch's own operations, brute force, and the
-definitions of the sampling rules (property-based, with hypothesis)."""
+definitions of the sampling rules (property-based, with hypothesis). The sampling rules are
+checked against torch here and nowhere else (beam search and top-k: test_beam_and_intensity.py)."""
 import math
 
 import numpy as np
@@ -62,16 +63,31 @@ def test_token_losses_match_cross_entropy(rows, data):
 def test_softmax_is_a_distribution_and_matches_torch(row, t):
     p = sampling.softmax(row, temperature=t)
     assert math.isclose(p.sum(), 1.0, rel_tol=1e-12) and (p >= 0).all()
-    np.testing.assert_allclose(p, torch.softmax(torch.tensor(row, dtype=torch.float64) / t, -1).numpy(), atol=1e-12)
+    theirs = torch.softmax(torch.tensor(row, dtype=torch.float64) / t, -1).numpy()
+    np.testing.assert_allclose(p, theirs, rtol=1e-12, atol=1e-15)
+
+
+def test_softmax_sends_minus_infinity_to_exactly_zero():
+    p = sampling.softmax([1.0, -np.inf, 0.5])
+    assert p[1] == 0.0
+    np.testing.assert_allclose(p, torch.softmax(torch.tensor([1.0, -math.inf, 0.5], dtype=torch.float64), -1))
 
 
 @settings(max_examples=100, deadline=None)
 @given(logit_rows, temperatures, temperatures)
-def test_higher_temperature_never_lowers_entropy(row, t1, t2):
+def test_higher_temperature_never_lowers_entropy_or_raises_the_favourite(row, t1, t2):
     lo, hi = sorted((t1, t2))
-    assert sampling.entropy(sampling.softmax(row, hi)) >= sampling.entropy(sampling.softmax(row, lo)) - 1e-9
-    ref = torch.distributions.Categorical(logits=torch.tensor(row, dtype=torch.float64) / lo).entropy()
-    assert math.isclose(sampling.entropy(sampling.softmax(row, lo)), float(ref), abs_tol=1e-9)
+    cold, hot = sampling.softmax(row, lo), sampling.softmax(row, hi)
+    assert sampling.entropy(hot) >= sampling.entropy(cold) - 1e-9
+    assert hot.max() <= cold.max() + 1e-12
+    for t, p in ((lo, cold), (hi, hot)):
+        ref = torch.distributions.Categorical(logits=torch.tensor(row, dtype=torch.float64) / t).entropy()
+        assert math.isclose(sampling.entropy(p), float(ref), rel_tol=1e-10, abs_tol=1e-12)
+
+
+def test_entropy_limits():
+    assert sampling.entropy([1.0, 0.0, 0.0]) == 0.0
+    assert math.isclose(sampling.entropy(np.full(12, 1 / 12)), math.log(12))
 
 
 @settings(max_examples=150, deadline=None)
@@ -85,6 +101,48 @@ def test_top_p_keeps_at_least_one_and_never_more_than_needed(row, p):
     assert min(probs[kept]) >= max(np.delete(probs, kept), default=0.0)     # the most likely ones
     filtered = sampling.top_p_filter(probs, p)
     assert math.isclose(filtered.sum(), 1.0, rel_tol=1e-12)
+
+
+def _torch_top_p(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Top-p written the usual torch way: drop a word once the words above it already reach top_p."""
+    sorted_p, order = torch.sort(probs, descending=True, stable=True)
+    before = torch.cumsum(sorted_p, 0) - sorted_p  # chance held by the words ranked above
+    keep_sorted = before < top_p
+    keep = torch.zeros_like(keep_sorted).scatter(0, order, keep_sorted)
+    kept = torch.where(keep, probs, torch.zeros_like(probs))
+    return kept / kept.sum()
+
+
+def _random_rows(n_rows: int = 60):
+    """Seeded random logit rows of varied length and spread."""
+    rng = np.random.default_rng(20240501)
+    for _ in range(n_rows):
+        size = int(rng.integers(2, 40))
+        yield rng.normal(0.0, float(rng.uniform(0.1, 5.0)), size)
+
+
+@pytest.mark.parametrize("top_p", [0.3, 0.5, 0.9, 0.95, 1.0])
+def test_top_p_filter_matches_a_torch_top_p(top_p):
+    """Seeded rows rather than hypothesis: a running total within a rounding error of ``top_p``
+    is kept by one rule and dropped by the other, which says nothing about either."""
+    for row in _random_rows():
+        p = sampling.softmax(row)
+        ours = sampling.top_p_filter(p, top_p)
+        np.testing.assert_allclose(ours, _torch_top_p(torch.tensor(p), top_p).numpy(), rtol=1e-12, atol=1e-15)
+        kept = sampling.top_p_keep(p, top_p)
+        assert p[kept].sum() >= top_p - 1e-12  # the kept words reach the total
+        assert p[kept[:-1]].sum() < top_p  # and one fewer would not
+
+
+def test_two_step_paths_match_a_torch_outer_product():
+    rng = np.random.default_rng(20240502)
+    first = sampling.softmax(rng.normal(size=7))
+    second = {a: sampling.softmax(rng.normal(size=7)) for a in (0, 3, 5)}
+    joint = torch.outer(torch.tensor(first), torch.ones(7, dtype=torch.float64))
+    joint = joint * torch.stack([torch.tensor(second.get(a, np.zeros(7))) for a in range(7)])
+    best = divmod(int(torch.argmax(joint)), 7)
+    a, b, j = sampling.two_step_paths(first, second)[0]
+    assert (a, b) == best and math.isclose(j, float(joint.max()))
 
 
 @pytest.mark.parametrize("call, words", [

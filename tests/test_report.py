@@ -3,18 +3,18 @@ against the book's plain torch decoder; every known family against ``transformer
 test_families*.py and test_family_caches.py; malformed input in test_cli_fuzz.py."""
 import contextlib
 import io
+import itertools
 import json
 import subprocess
 import sys
 
 import pytest
-import torch
 
+import decoder_reference as R
 import transformer_arithmetic as ta
-from transformer_arithmetic import memory, timing, work
+from transformer_arithmetic import memory
 from transformer_arithmetic.__main__ import main
 from transformer_arithmetic.hf_config import example_config_path, example_configs, read_config, shape_from_config
-from transformer_arithmetic.reference_model import Decoder
 from transformer_arithmetic.report import format_report, parse_accelerator, report
 
 LLAMA_LIKE = {
@@ -27,12 +27,6 @@ GPT_LIKE = {
     "intermediate_size": 512, "vocab_size": 500, "hidden_act": "gelu", "layer_norm_eps": 1e-5,
     "torch_dtype": "float32",
 }
-
-
-def torch_parameter_count(shape: ta.ModelShape) -> int:
-    """Parameters of a real torch decoder of this shape, built on the meta device (no memory)."""
-    with torch.device("meta"):
-        return sum(p.numel() for p in Decoder(shape).parameters())
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -86,7 +80,7 @@ def test_unknown_family_counts_as_the_plain_layout(changes):
     """An unknown model_type is counted as the book's plain decoder, which torch builds here."""
     cfg = {k: v for k, v in {**UNKNOWN, **changes}.items() if v is not None}
     shape, notes = shape_from_config(cfg)
-    assert memory.parameter_count(shape) == torch_parameter_count(shape)
+    assert memory.parameter_count(shape) == R.parameters(shape)
     assert "not a family this calculator knows" in notes[0]
 
 
@@ -214,18 +208,56 @@ def test_unknown_example_name_lists_the_shipped_ones():
 
 # --- the report ------------------------------------------------------------------------------
 
-def test_report_numbers_come_from_the_library():
-    m, a = ta.EXAMPLE_MODEL, ta.EXAMPLE_ACCELERATOR
+PLAIN_335M = ta.ModelShape(layers=24, heads=16, head_dim=64, ffn_width=4096, vocab=32768, bytes_per_number=2,
+                           name="a plain 335M-parameter decoder")
+CHIP_24GIB = ta.Accelerator(flops_per_s=100e12, bytes_per_s=1e12, memory_bytes=24 * ta.GIB,
+                            name="a chip of 100 TFLOP/s, 1 TB/s and 24 GiB")
+
+
+def test_report_numbers_against_a_real_decoder():
+    """Every number of the report, from a real decoder's parameters, matrices and cache, with
+    each limit worked out by hand (not from the library functions the report calls)."""
+    m, a = PLAIN_335M, CHIP_24GIB
     r = report(m, a)
-    assert r["parameters"] == memory.parameter_count(m) == 335_594_496
-    assert r["kv_bytes_per_token"] == memory.kv_bytes_per_token(m)
-    assert r["longest_conversation"] == memory.longest_conversation(m, a)
-    assert r["pairs_pass_weights_at"] == work.pairs_pass_weights_at(m) == 12_288
-    row = next(t for t in r["throughput"] if t["batch"] == 64)
-    assert round(row["tokens_per_s"]) == 4721  # the figure test_time.py states
-    assert row["wait_seconds"] == timing.decode_step_time(m, a, 2048, 64)
+    weights, per_token = R.weight_bytes(m), R.cache_bytes_per_token(m)
+    flops_per_token = R.matrix_flops_per_token(m) + 2 * R.norm_numbers(m)
+    pair = 4 * R.query_channels(m)   # a score and a weighted value, per query channel per earlier token
+
+    def step(context, batch=1):
+        return (batch * (flops_per_token + pair * context) / a.flops_per_s,
+                (weights + batch * context * per_token) / a.bytes_per_s)
+
+    def prefill(tokens):
+        flops = flops_per_token * tokens + pair * sum(range(1, tokens + 1))
+        return max(flops / a.flops_per_s, (weights + tokens * per_token) / a.bytes_per_s)
+
+    assert r["parameters"] == R.parameters(m) == 335_594_496
+    assert (r["weight_bytes"], r["kv_bytes_per_token"]) == (weights, per_token)
+    free = a.memory_bytes - weights
+    assert r["weights_fit"] and r["longest_conversation"] == free // per_token
+    for row in r["lengths"]:
+        n = row["tokens"]
+        assert (row["cache_bytes"], row["conversations_that_fit"]) == (n * per_token, free // (n * per_token))
+    for row in r["decode"]:
+        arithmetic, reading = step(row["context"])
+        assert (row["arithmetic_seconds"], row["reading_seconds"]) == (arithmetic, reading)
+        assert row["seconds_per_token"] == max(arithmetic, reading) == 1 / row["tokens_per_s"]
+        assert row["limited_by"] == ("reading" if reading >= arithmetic else "arithmetic")
+        assert row["prefill_seconds"] == prefill(row["context"])
+    ctx = r["batch_context"]
+    fit = free // (ctx * per_token)
+    assert r["conversations_that_fit_at_batch_context"] == fit
+    for row in r["throughput"]:
+        b = row["batch"]
+        assert row["wait_seconds"] == max(step(ctx, b)) and row["tokens_per_s"] == b / max(step(ctx, b))
+        assert (row["memory_bytes"], row["fits"]) == (weights + b * ctx * per_token, b <= fit)
+    assert round(next(t for t in r["throughput"] if t["batch"] == 64)["tokens_per_s"]) == 4721
     waits = [t["wait_seconds"] for t in r["throughput"]]
     assert waits == sorted(waits)  # each conversation waits longer as the batch grows
+    # the first length at which one real layer's pair work passes its weight work, trying each
+    layer, channels = R.layer_matrix_weights(m), R.query_channels(m) // m.layers
+    crossing = next(t for t in itertools.count(1) if 4 * channels * (t * (t + 1) // 2) > 2 * t * layer)
+    assert r["pairs_pass_weights_at"] == crossing == 12_288
     assert json.loads(json.dumps(r, allow_nan=False)) == r  # plain JSON types only
     assert r["active_parameters"] == r["parameters"] and r["running_summary_bytes"] == 0
 

@@ -3,10 +3,15 @@ import numpy as np
 import pytest
 import torch
 
+import decoder_reference as R
 import transformer_arithmetic as ta
-from transformer_arithmetic import memory, summaries, timing, work
+from transformer_arithmetic import summaries, timing
 
-M, A = ta.EXAMPLE_MODEL, ta.EXAMPLE_ACCELERATOR
+PLAIN_335M = ta.ModelShape(layers=24, heads=16, head_dim=64, ffn_width=4096, vocab=32768, bytes_per_number=2,
+                           name="a plain 335M-parameter decoder")
+CHIP_24GIB = ta.Accelerator(flops_per_s=100e12, bytes_per_s=1e12, memory_bytes=24 * ta.GIB,
+                            name="a chip of 100 TFLOP/s, 1 TB/s and 24 GiB")
+M, A = PLAIN_335M, CHIP_24GIB
 
 
 def reference_summaries(inputs, rates):
@@ -43,14 +48,19 @@ def test_parallel_scan_rejects_bad_rates(rate):
         summaries.parallel_scan([1.0, 2.0], rate)
 
 
-def test_prefill_limits_give_prefill_time():
+def test_prefill_limits_against_a_real_decoder():
+    """One pass over a prompt: every position through every matrix of a real decoder (and a
+    multiply-add per normalisation number), 4 operations per query channel per causal pair
+    (counted one position at a time); the real weights read once, and the real cache written."""
     for tokens in (1, 512, 8192):
-        arithmetic, reading = timing.prefill_limits(M, A, tokens)
-        assert max(arithmetic, reading) == timing.prefill_time(M, A, tokens)
-        assert arithmetic == work.prefill_flops(M, tokens) / A.flops_per_s
-    arithmetic, reading = timing.prefill_limits(M, A, 8192)
+        pairs = sum(range(1, tokens + 1))
+        flops = (R.matrix_flops_per_token(M) + 2 * R.norm_numbers(M)) * tokens + 4 * R.query_channels(M) * pairs
+        nbytes = R.weight_bytes(M) + tokens * R.cache_bytes_per_token(M)
+        arithmetic, reading = flops / A.flops_per_s, nbytes / A.bytes_per_s
+        assert timing.prefill_limits(M, A, tokens) == (arithmetic, reading)
+        assert timing.prefill_time(M, A, tokens) == max(arithmetic, reading)
     assert arithmetic > reading  # a long prompt is limited by its arithmetic
-    assert reading == pytest.approx((memory.weight_bytes(M) + 8192 * 98304) / 1e12)
+    assert reading == pytest.approx((671_188_992 + 8192 * 98304) / 1e12)
 
 
 def test_prefill_limits_reject_bad_lengths():

@@ -5,6 +5,10 @@ Each ``test_<page>_<section>.py`` sets ``NOTEBOOK`` (e.g. "training/04_kv_cache"
 another way (a real PyTorch object, a brute-force count, a different route through the
 arithmetic)}, and runs ``test_answer`` over them. ``tests/test_exercises.py`` checks that
 every glued answer has a check.
+
+Importing this module puts ``tests/`` on the path, so a check imported after it can use
+``book_files`` and ``decoder_reference`` (a real decoder's parameters, matrices and cache,
+measured once per shape).
 """
 import math
 import sys

@@ -6,25 +6,11 @@ import torch
 
 import transformer_arithmetic as ta
 from checking import check
-from transformer_arithmetic.reference_model import Decoder, cache_bytes
+from decoder_reference import cache_bytes_per_token as real_cache_bytes_per_token
+from decoder_reference import weight_bytes as real_weight_bytes
+from transformer_arithmetic.reference_model import Decoder
 
 NOTEBOOK = "training/04_kv_cache"
-
-
-def real_cache_bytes_per_token(shape: ta.ModelShape) -> int:
-    """Bytes a real decoder of this attention shape adds to its cache per token (tiny vocab and
-    feed-forward, which the cache does not depend on)."""
-    probe = dataclasses.replace(shape, ffn_width=8, vocab=8)
-    decoder = Decoder(probe).to(torch.bfloat16 if shape.bytes_per_number == 2 else torch.float32).eval()
-    row, cache = decoder.generate(torch.tensor([[1]]), new_tokens=1)
-    return cache_bytes(cache) // row.shape[1]
-
-
-def real_weight_bytes(shape: ta.ModelShape) -> int:
-    """Bytes of the weights of a real decoder of this shape (built on the meta device)."""
-    with torch.device("meta"):
-        decoder = Decoder(shape)
-    return sum(p.numel() for p in {id(p): p for p in decoder.parameters()}.values()) * shape.bytes_per_number
 
 
 def grouped(g) -> ta.ModelShape:

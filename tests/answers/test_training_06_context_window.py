@@ -2,37 +2,25 @@
 from a real PyTorch decoder: operations from the shapes of its matrices and a count of the
 pairs, bytes from its parameters and from the cache it really keeps."""
 import dataclasses
-from functools import lru_cache
 
 import pytest
-import torch
 
 import transformer_arithmetic as ta
 from checking import check
-from transformer_arithmetic.reference_model import Decoder, cache_bytes
+from decoder_reference import cache_bytes_per_token, matrix_flops_per_token, norm_numbers, query_channels, weight_bytes
 
 NOTEBOOK = "training/06_context_window"
 M, A = ta.EXAMPLE_MODEL, ta.EXAMPLE_ACCELERATOR
 CTX = 2048
 
 
-@lru_cache(maxsize=None)
 def measured(m: ta.ModelShape) -> dict:
     """Per-token operations through the matrices, weight bytes and cache bytes per token of a
     real decoder of shape ``m``."""
-    with torch.device("meta"):
-        decoder = Decoder(m)
-    unique = {id(p): p for p in decoder.parameters()}.values()
-    norms = sum(p.numel() for n, p in decoder.named_parameters() if "norm" in n)
-    matrices = sum(2 * mod.in_features * mod.out_features for mod in decoder.modules()
-                   if isinstance(mod, torch.nn.Linear))
-    probe = dataclasses.replace(m, ffn_width=8, vocab=8)
-    small = Decoder(probe).to(torch.bfloat16 if m.bytes_per_number == 2 else torch.float32).eval()
-    row, cache = small.generate(torch.tensor([[1]]), new_tokens=1)
-    return {"per_token": matrices + 2 * norms,          # a norm's scale: a multiply-add per number
-            "weights": sum(p.numel() for p in unique) * m.bytes_per_number,
-            "cache_per_token": cache_bytes(cache) // row.shape[1],
-            "pair": 4 * m.layers * m.heads * m.head_dim}   # a score and a weighted value per pair
+    return {"per_token": matrix_flops_per_token(m) + 2 * norm_numbers(m),  # a norm's scale: a multiply-add
+            "weights": weight_bytes(m),
+            "cache_per_token": cache_bytes_per_token(m),
+            "pair": 4 * query_channels(m)}   # a score and a weighted value per pair, in every layer
 
 
 def step(m, acc, context, batch=1):

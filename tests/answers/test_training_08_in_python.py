@@ -1,6 +1,5 @@
 """Answers of training section 8 (using it in Python), computed another way: PyTorch's own
 loss, a brute-force search over the sorted chances, and a real decoder's cache."""
-import dataclasses
 import math
 
 import pytest
@@ -9,11 +8,10 @@ import torch.nn.functional as F
 
 import transformer_arithmetic as ta
 from checking import check
-from transformer_arithmetic.reference_model import Decoder, cache_bytes
+from decoder_reference import cache_bytes_after as real_cache_bytes  # a real decode loop's cache
 from transformer_arithmetic.simulated import LOGITS
 
 NOTEBOOK = "training/08_in_python"
-DTYPES = {2: torch.bfloat16, 4: torch.float32, 8: torch.float64}
 
 
 def torch_first_loss(vocab: int) -> float:
@@ -31,17 +29,6 @@ def brute_force_top_p(row, temperature: float, cut: float) -> int:
         if total >= cut:
             return k
     return len(chances)
-
-
-def real_cache_bytes(m: ta.ModelShape, prompt: int, new: int) -> int:
-    """Bytes a real decoder with ``m``'s attention holds after a prompt and ``new`` greedy tokens:
-    one layer is run for real (tiny feed-forward and vocabulary, which the cache does not
-    depend on) and every layer holds the same."""
-    one_layer = dataclasses.replace(m, layers=1, ffn_width=8, vocab=8)
-    torch.manual_seed(0)
-    decoder = Decoder(one_layer).to(DTYPES[m.bytes_per_number]).eval()
-    _, cache = decoder.generate(torch.zeros(1, prompt, dtype=torch.long), new_tokens=new)
-    return cache_bytes(cache) * m.layers
 
 
 CHECKS = {

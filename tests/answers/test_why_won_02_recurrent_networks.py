@@ -2,11 +2,10 @@
 import dataclasses
 
 import pytest
-import torch
 
 import transformer_arithmetic as ta
 from checking import check
-from transformer_arithmetic.reference_model import Decoder, cache_bytes
+from decoder_reference import cache_bytes_per_token, parameters
 
 NOTEBOOK = "why_won/02_recurrent_networks"
 
@@ -15,16 +14,10 @@ def real_prefill_ms(m: ta.ModelShape, acc: ta.Accelerator, tokens: int) -> float
     """Milliseconds to read a prompt, the slower of arithmetic and reading, counted from a real
     decoder: two operations per parameter per token, four per channel per causal pair, and the
     bytes of its weights and of the cache it really keeps."""
-    with torch.device("meta"):
-        decoder = Decoder(m)
-    params = sum(p.numel() for p in {id(p): p for p in decoder.parameters()}.values())
+    params = parameters(m)
     pairs = sum(i + 1 for i in range(tokens))
     operations = 2 * params * tokens + m.layers * 4 * m.heads * m.head_dim * pairs
-    probe = dataclasses.replace(m, ffn_width=8, vocab=8)
-    small = Decoder(probe).to(torch.bfloat16 if m.bytes_per_number == 2 else torch.float32).eval()
-    row, cache = small.generate(torch.tensor([[1]]), new_tokens=1)
-    per_token = cache_bytes(cache) // row.shape[1]
-    reading = params * m.bytes_per_number + per_token * tokens
+    reading = params * m.bytes_per_number + cache_bytes_per_token(m) * tokens
     return max(operations / acc.flops_per_s, reading / acc.bytes_per_s) * 1e3
 
 

@@ -6,7 +6,9 @@ import torch
 
 import transformer_arithmetic as ta
 from checking import check
-from transformer_arithmetic.reference_model import Decoder, cache_bytes
+from decoder_reference import cache_bytes_per_token as real_cache_bytes_per_token  # of a real decode loop
+from decoder_reference import parameters as real_parameters  # a real decoder's, built on the meta device
+from transformer_arithmetic.reference_model import Decoder
 
 NOTEBOOK = "why_won/03_what_attention_costs"
 UNITS = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
@@ -16,21 +18,6 @@ def parse_size(text: str) -> float:
     """'48 GiB' -> bytes."""
     number, unit = text.split()
     return float(number.replace(",", "")) * UNITS[unit]
-
-
-def real_cache_bytes_per_token(shape: ta.ModelShape) -> int:
-    """Bytes a real decoder of this attention shape adds to its cache per token."""
-    probe = dataclasses.replace(shape, ffn_width=8, vocab=8)
-    decoder = Decoder(probe).to(torch.bfloat16 if shape.bytes_per_number == 2 else torch.float32).eval()
-    row, cache = decoder.generate(torch.tensor([[1]]), new_tokens=1)
-    return cache_bytes(cache) // row.shape[1]
-
-
-def real_parameters(shape: ta.ModelShape) -> int:
-    """Distinct parameters of a real decoder of this shape (built on the meta device)."""
-    with torch.device("meta"):
-        decoder = Decoder(shape)
-    return sum(p.numel() for p in {id(p): p for p in decoder.parameters()}.values())
 
 
 def layer_sizes(shape: ta.ModelShape) -> tuple[int, int, int]:

@@ -4,28 +4,13 @@ import dataclasses
 
 import numpy as np
 import pytest
-import torch
 
 import transformer_arithmetic as ta
 from checking import check
-from transformer_arithmetic.reference_model import Decoder, cache_bytes
+from decoder_reference import cache_bytes_per_token as real_cache_bytes_per_token  # of a real decode loop
+from decoder_reference import weight_bytes as real_weight_bytes  # a real decoder's, built on the meta device
 
 NOTEBOOK = "why_won/04_cutting_the_cost"
-
-
-def real_cache_bytes_per_token(shape: ta.ModelShape) -> int:
-    """Bytes a real decoder of this attention shape adds to its cache per token."""
-    probe = dataclasses.replace(shape, ffn_width=8, vocab=8)
-    decoder = Decoder(probe).to(torch.bfloat16 if shape.bytes_per_number == 2 else torch.float32).eval()
-    row, cache = decoder.generate(torch.tensor([[1]]), new_tokens=1)
-    return cache_bytes(cache) // row.shape[1]
-
-
-def real_weight_bytes(shape: ta.ModelShape) -> int:
-    """Bytes of the weights of a real decoder of this shape (built on the meta device)."""
-    with torch.device("meta"):
-        decoder = Decoder(shape)
-    return sum(p.numel() for p in {id(p): p for p in decoder.parameters()}.values()) * shape.bytes_per_number
 
 
 def window_share(rows: int, window: int) -> float:
@@ -42,16 +27,17 @@ def fit(g, kv_heads: int) -> int:
 
 
 def tiles_touched(tokens: int, tile: int, window: int | None) -> int:
-    """Tiles of the score grid holding at least one allowed pair, tile by tile from the pairs."""
+    """Tiles of the score grid holding at least one allowed pair, from the pairs: one row of
+    tiles at a time, the allowed pairs of every tile in it marked and each tile asked for any."""
+    tiles = -(-tokens // tile)
+    cols = np.arange(tiles * tile)[None, :]           # columns past the last token allow nothing
     count = 0
     for r0 in range(0, tokens, tile):
         rows = np.arange(r0, min(r0 + tile, tokens))[:, None]
-        for c0 in range(0, tokens, tile):
-            cols = np.arange(c0, min(c0 + tile, tokens))[None, :]
-            allowed = cols <= rows
-            if window is not None:
-                allowed &= rows - cols < window
-            count += bool(allowed.any())
+        allowed = (cols <= rows) & (cols < tokens)
+        if window is not None:
+            allowed &= cols > rows - window   # rows - cols < window
+        count += int(allowed.reshape(len(rows), tiles, tile).any(axis=(0, 2)).sum())
     return count
 
 

@@ -1,6 +1,5 @@
 """Answers of why-won section 5 (running summaries), computed by other routes: real tensors,
 a real decoder's cache, a closed form for the scan, and the walk run in PyTorch."""
-import dataclasses
 import math
 
 import pytest
@@ -8,7 +7,7 @@ import torch
 
 import transformer_arithmetic as ta
 from checking import check
-from transformer_arithmetic.reference_model import Decoder, cache_bytes
+from decoder_reference import cache_bytes_per_token  # of a real decode loop
 
 NOTEBOOK = "why_won/05_running_summaries"
 M = ta.EXAMPLE_MODEL
@@ -19,13 +18,6 @@ def state_bytes(g) -> int:
     """Bytes of a real tensor holding the state of every layer: layers x channels x numbers."""
     state = torch.zeros(M.layers, M.width, g["ex_state_size"], dtype=DTYPE)
     return state.numel() * state.element_size()
-
-
-def real_cache_per_token() -> int:
-    probe = dataclasses.replace(M, ffn_width=8, vocab=8)
-    decoder = Decoder(probe).to(DTYPE).eval()
-    row, cache = decoder.generate(torch.tensor([[1]]), new_tokens=1)
-    return cache_bytes(cache) // row.shape[1]
 
 
 def scan_combines_closed_form(n: int) -> int:
@@ -46,7 +38,7 @@ def held_weight_by_walking(g) -> float:
 
 CHECKS = {
     "ans_state_bytes": state_bytes,
-    "ans_state_cross": lambda g: state_bytes(g) / real_cache_per_token(),
+    "ans_state_cross": lambda g: state_bytes(g) / cache_bytes_per_token(M),
     "ans_scan_rounds": lambda g: math.ceil(math.log2(g["ex_scan_tokens"])),
     "ans_scan_combines": lambda g: scan_combines_closed_form(g["ex_scan_tokens"]),
     "ans_hold_weight": held_weight_by_walking,

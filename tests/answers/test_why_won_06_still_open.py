@@ -5,28 +5,13 @@ import itertools
 import math
 
 import pytest
-import torch
 
 import transformer_arithmetic as ta
 from checking import check
-from transformer_arithmetic.reference_model import Decoder, cache_bytes
+from decoder_reference import cache_bytes_per_token, parameters  # a real decode loop's cache; a real decoder's
 
 NOTEBOOK = "why_won/06_still_open"
 M, A = ta.EXAMPLE_MODEL, ta.EXAMPLE_ACCELERATOR
-DTYPE = torch.bfloat16 if M.bytes_per_number == 2 else torch.float32
-
-
-def parameters(shape) -> int:
-    with torch.device("meta"):
-        decoder = Decoder(shape)
-    return sum(p.numel() for p in {id(p): p for p in decoder.parameters()}.values())
-
-
-def cache_per_token(shape) -> int:
-    probe = dataclasses.replace(shape, ffn_width=8, vocab=8)
-    decoder = Decoder(probe).to(DTYPE).eval()
-    row, cache = decoder.generate(torch.tensor([[1]]), new_tokens=1)
-    return cache_bytes(cache) // row.shape[1]
 
 
 def step_seconds(shape, chip, context, positions=1, weight_bytes=None) -> float:
@@ -34,7 +19,7 @@ def step_seconds(shape, chip, context, positions=1, weight_bytes=None) -> float:
     multiply-add per parameter and 4 per (head channel, earlier token) in every layer."""
     ops = positions * (2 * parameters(shape) + 4 * shape.layers * shape.heads * shape.head_dim * context)
     weights = parameters(shape) * shape.bytes_per_number if weight_bytes is None else weight_bytes
-    return max(ops / chip.flops_per_s, (weights + context * cache_per_token(shape)) / chip.bytes_per_s)
+    return max(ops / chip.flops_per_s, (weights + context * cache_bytes_per_token(shape)) / chip.bytes_per_s)
 
 
 def tokens_by_enumeration(k: int, alpha: float) -> float:
@@ -60,7 +45,7 @@ def four_bit_ms(g) -> float:
 def fit(g) -> int:
     grouped = dataclasses.replace(M, kv_heads=M.heads // g["group"])
     free = g["ex_fit_gib"] * 2**30 - parameters(grouped) * grouped.bytes_per_number
-    return free // (cache_per_token(grouped) * g["long"])
+    return free // (cache_bytes_per_token(grouped) * g["long"])
 
 
 CHECKS = {

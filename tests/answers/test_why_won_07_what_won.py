@@ -7,25 +7,12 @@ import torch
 
 import transformer_arithmetic as ta
 from checking import check
-from transformer_arithmetic.reference_model import Decoder, cache_bytes
+from decoder_reference import cache_bytes_per_token, parameters  # a real decode loop's cache; a real decoder's
 
 NOTEBOOK = "why_won/07_what_won"
 M, A = ta.EXAMPLE_MODEL, ta.EXAMPLE_ACCELERATOR
 PLAIN = dataclasses.replace(M, kv_heads=M.heads)       # one key-value head per query head
 DTYPE = torch.bfloat16 if M.bytes_per_number == 2 else torch.float32
-
-
-def parameters(shape) -> int:
-    with torch.device("meta"):
-        decoder = Decoder(shape)
-    return sum(p.numel() for p in {id(p): p for p in decoder.parameters()}.values())
-
-
-def cache_per_token(shape) -> int:
-    probe = dataclasses.replace(shape, ffn_width=8, vocab=8)
-    decoder = Decoder(probe).to(DTYPE).eval()
-    row, cache = decoder.generate(torch.tensor([[1]]), new_tokens=1)
-    return cache_bytes(cache) // row.shape[1]
 
 
 def state_bytes_per_layer(state_size: int) -> int:
@@ -43,14 +30,14 @@ def pair_ops(layers: int, earlier: int) -> int:
 
 
 def window(g):
-    held = min(g["mem_ctx"], g["ex_won_window"]) * cache_per_token(PLAIN)
+    held = min(g["mem_ctx"], g["ex_won_window"]) * cache_bytes_per_token(PLAIN)
     n = min(g["long_ctx"], g["ex_won_window"])
-    read = parameters(PLAIN) * M.bytes_per_number + n * cache_per_token(PLAIN)
+    read = parameters(PLAIN) * M.bytes_per_number + n * cache_bytes_per_token(PLAIN)
     return held, seconds(2 * parameters(PLAIN) + pair_ops(M.layers, n), read, A) * 1e3
 
 
 def hybrid(g, tokens):
-    k, per_layer = g["ex_won_keep"], cache_per_token(PLAIN) // M.layers
+    k, per_layer = g["ex_won_keep"], cache_bytes_per_token(PLAIN) // M.layers
     return k * tokens * per_layer + (M.layers - k) * state_bytes_per_layer(g["state_size"])
 
 
@@ -71,7 +58,7 @@ CHECKS = {
     "ans_won_hybrid_ms": hybrid_ms,
     "ans_won_full_ms": lambda g: seconds(2 * parameters(PLAIN) + pair_ops(M.layers, g["long_ctx"]),
                                          parameters(PLAIN) * M.bytes_per_number
-                                         + g["long_ctx"] * cache_per_token(PLAIN), quick(g)) * 1e3,
+                                         + g["long_ctx"] * cache_bytes_per_token(PLAIN), quick(g)) * 1e3,
     "ans_won_summary_ms": lambda g: seconds(2 * parameters(M) + M.layers * 4 * M.width * g["state_size"],
                                             parameters(M) * M.bytes_per_number
                                             + M.layers * state_bytes_per_layer(g["state_size"]),

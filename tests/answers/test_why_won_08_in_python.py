@@ -1,40 +1,31 @@
 """Answers of why-won section 8 (using it in Python), computed another way: a brute-force
-count over a PyTorch mask, real decoders' weights and cache, and a search over lengths
+count over a boolean grid, real decoders' weights and cache, and a search over lengths
 with the work read off a real module's matrices."""
 import dataclasses
+from functools import lru_cache
 
+import numpy as np
 import pytest
 import torch
 
 import transformer_arithmetic as ta
 from checking import check, given
-from transformer_arithmetic.reference_model import Decoder, cache_bytes
+from decoder_reference import cache_bytes_per_token as real_cache_bytes_per_token  # of a real decode loop
+from decoder_reference import weight_bytes as real_weight_bytes  # a real decoder's, built on the meta device
+from transformer_arithmetic.reference_model import Decoder
 
 NOTEBOOK = "why_won/08_in_python"
-DTYPES = {2: torch.bfloat16, 4: torch.float32, 8: torch.float64}
 
 
+@lru_cache(maxsize=None)
 def window_pairs_by_rows(context: int, window: int) -> int:
-    """Pairs a window keeps, row by row of a boolean PyTorch grid (in slices, to spare memory)."""
-    cols = torch.arange(context)
+    """Pairs a window keeps, row by row of a boolean grid (in slices, to spare memory)."""
+    cols = np.arange(context)
     total = 0
     for start in range(0, context, 1024):
-        rows = torch.arange(start, min(start + 1024, context))[:, None]
-        total += int(((cols <= rows) & (rows - cols < window)).sum())
+        rows = np.arange(start, min(start + 1024, context))[:, None]
+        total += np.count_nonzero((cols <= rows) & (cols > rows - window))   # rows - cols < window
     return total
-
-
-def real_weight_bytes(m: ta.ModelShape) -> int:
-    with torch.device("meta"):
-        decoder = Decoder(m)
-    return sum(p.numel() for p in {id(p): p for p in decoder.parameters()}.values()) * m.bytes_per_number
-
-
-def real_cache_bytes_per_token(m: ta.ModelShape) -> int:
-    """One real layer of ``m``'s attention writes two tokens; every layer holds the same."""
-    layer = dataclasses.replace(m, layers=1, ffn_width=8, vocab=8)
-    row, cache = Decoder(layer).to(DTYPES[m.bytes_per_number]).generate(torch.tensor([[1]]), new_tokens=1)
-    return cache_bytes(cache) // row.shape[1] * m.layers
 
 
 def real_fit(kv_heads: int, tokens: int) -> int:

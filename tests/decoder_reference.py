@@ -1,0 +1,103 @@
+"""What the book's plain PyTorch decoder (``reference_model.Decoder``) really holds and
+multiplies: the independent reference the library's arithmetic is checked against.
+
+- Parameters, weight bytes and the shapes of the matrices are read off a full-size decoder
+  built on the meta device (shapes only: no memory, no initialisation of real numbers).
+- Cache bytes come from a real decode loop on the CPU. The cache holds, in every layer,
+  ``kv_heads x head_dim`` keys and as many values per token at the model's number format;
+  it does not depend on the model's width (the key and value matrices project from it), its
+  feed-forward width or its vocabulary. So the decoder that runs is built with those three
+  shrunk to 8, which makes it cheap at every depth; everything the cache depends on is kept.
+
+Each number is measured once per shape (``functools.lru_cache``): the tests and the answer
+checks ask for the same few shapes many times. Only plain integers are returned, so nothing
+shared can be changed by a caller.
+"""
+from __future__ import annotations
+
+import dataclasses
+from functools import lru_cache
+
+import torch
+
+from transformer_arithmetic import ModelShape
+from transformer_arithmetic.reference_model import Decoder, cache_bytes
+
+DTYPES = {2: torch.bfloat16, 4: torch.float32, 8: torch.float64}
+"""The torch number format of each ``bytes_per_number``."""
+
+SHRUNK = 8
+"""Width, feed-forward width and vocabulary of the decoder that fills a real cache."""
+
+
+@lru_cache(maxsize=None)
+def _meta_decoder(m: ModelShape) -> Decoder:
+    with torch.device("meta"):
+        return Decoder(m).to(DTYPES[m.bytes_per_number])
+
+
+def _linears(module: torch.nn.Module) -> list[torch.nn.Linear]:
+    return [mod for mod in module.modules() if isinstance(mod, torch.nn.Linear)]
+
+
+@lru_cache(maxsize=None)
+def parameters(m: ModelShape) -> int:
+    """Trainable numbers of a full-size decoder of shape ``m``, a shared (tied) tensor once."""
+    return sum(p.numel() for p in {id(p): p for p in _meta_decoder(m).parameters()}.values())
+
+
+@lru_cache(maxsize=None)
+def weight_bytes(m: ModelShape) -> int:
+    """Bytes of those parameters held in ``m``'s number format."""
+    return sum(p.numel() * p.element_size() for p in {id(p): p for p in _meta_decoder(m).parameters()}.values())
+
+
+@lru_cache(maxsize=None)
+def matrix_flops_per_token(m: ModelShape) -> int:
+    """Operations one position costs in every matrix of the decoder (the output layer included):
+    a multiply and an add for each weight, read off each ``Linear``'s in and out features."""
+    return sum(2 * mod.in_features * mod.out_features for mod in _linears(_meta_decoder(m)))
+
+
+@lru_cache(maxsize=None)
+def norm_numbers(m: ModelShape) -> int:
+    """Numbers held by every normalisation of the decoder (scales, and biases for LayerNorm)."""
+    return sum(p.numel() for name, p in _meta_decoder(m).named_parameters() if "norm" in name)
+
+
+@lru_cache(maxsize=None)
+def layer_matrix_weights(m: ModelShape) -> int:
+    """Weights of one block's matrices (attention and feed-forward)."""
+    return sum(mod.weight.numel() for mod in _linears(_meta_decoder(m).blocks[0]))
+
+
+@lru_cache(maxsize=None)
+def query_channels(m: ModelShape) -> int:
+    """Query channels (heads x head size) summed over the layers: each meets every earlier key."""
+    return sum(block.attn.q.out_features for block in _meta_decoder(m).blocks)
+
+
+@lru_cache(maxsize=None)
+def cache_bytes_per_token(m: ModelShape) -> int:
+    """Bytes a real decode loop's cache holds per token over all of ``m``'s layers: a one-token
+    prompt and one greedy token, the bytes the cache's tensors then occupy, halved. Built with
+    the width, feed-forward width and vocabulary shrunk (see the module's docstring)."""
+    probe = dataclasses.replace(m, width=SHRUNK, ffn_width=SHRUNK, vocab=SHRUNK)
+    torch.manual_seed(0)
+    with torch.inference_mode():
+        decoder = Decoder(probe).to(DTYPES[m.bytes_per_number]).eval()
+        row, cache = decoder.generate(torch.tensor([[1]]), new_tokens=1)
+    return cache_bytes(cache) // row.shape[1]
+
+
+def cache_bytes_after(m: ModelShape, prompt: int, new: int) -> int:
+    """Bytes a real decoder with ``m``'s attention holds after a ``prompt``-token prompt and
+    ``new`` greedy tokens. One layer is run (width, feed-forward width and vocabulary shrunk,
+    which the cache does not depend on) and the result multiplied by ``m.layers``: every layer
+    holds the same keys and values, and a long prompt through all of them costs seconds."""
+    layer = dataclasses.replace(m, layers=1, width=SHRUNK, ffn_width=SHRUNK, vocab=SHRUNK)
+    torch.manual_seed(0)
+    with torch.inference_mode():
+        decoder = Decoder(layer).to(DTYPES[m.bytes_per_number]).eval()
+        _, cache = decoder.generate(torch.zeros(1, prompt, dtype=torch.long), new_tokens=new)
+    return cache_bytes(cache) * m.layers
