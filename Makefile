@@ -55,7 +55,7 @@ tools:
 
 ## test: library tests, every notebook under nbval, pairs in sync, a clean warnings-as-errors build
 test: setup tools
-	$(PY) -m pytest -n 2 --dist loadfile --nbval book/chapters tests
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder --nbval book/chapters tests
 
 ## check: the library's tests alone, for the author's inner loop (about 15 s: most of it is
 ## importing torch, hypothesis and matplotlib). Left out, and run by make test: the notebooks
