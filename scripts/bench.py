@@ -58,6 +58,28 @@ def kernel_floor(code: str, repeats: int = 3) -> float:
     return best
 
 
+def figure_floor(repeats: int = 5) -> float:
+    """Seconds one more figure costs once matplotlib is warm: inside one kernel, a figure is
+    drawn to warm it, then ``repeats`` more are timed there and the mean kept (a difference
+    of two kernel runs would carry the noise of both start-ups)."""
+    from jupyter_client.manager import KernelManager
+
+    out = Path(tempfile.mkdtemp(prefix="bench-")) / "figure.txt"
+    code = ("import time, numpy, matplotlib.pyplot\n" + FIGURE + "start = time.perf_counter()\n"
+            + f"for _ in range({repeats}):\n" + "".join("    " + line + "\n" for line in FIGURE.strip().splitlines())
+            + f"_ = open({str(out)!r}, 'w').write(str((time.perf_counter() - start) / {repeats}))\n")
+    km = KernelManager(kernel_name="python3")
+    km.start_kernel(extra_arguments=["--log-level=CRITICAL"])
+    kc = km.client()
+    kc.start_channels()
+    kc.wait_for_ready(timeout=120)
+    reply = kc.execute_interactive(code, timeout=120)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+    return float(out.read_text())
+
+
 def book_shape() -> tuple[int, int, int]:
     """(notebooks make execute runs, those that import torch, figures they draw)."""
     todo = execute.notebooks([])
@@ -71,8 +93,7 @@ def main(argv: list[str]) -> int:
     cores = os.cpu_count() or 1
     base = kernel_floor("import numpy, matplotlib.pyplot\n" + FIGURE)
     with_torch = kernel_floor("import numpy, matplotlib.pyplot, torch\n" + FIGURE)
-    two_figures = kernel_floor("import numpy, matplotlib.pyplot\n" + FIGURE + FIGURE)
-    torch_extra, per_figure = with_torch - base, max(two_figures - base, 0.0)
+    torch_extra, per_figure = with_torch - base, figure_floor()
     n, n_torch, n_fig = book_shape()
     book_floor = (n * base + n_torch * torch_extra + max(n_fig - n, 0) * per_figure) / cores
     rows = [("floor: kernel + numpy + matplotlib + one figure", base, base),
