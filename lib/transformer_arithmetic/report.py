@@ -180,7 +180,7 @@ def format_report(r: dict) -> str:
             f"vocabulary {m['vocab']:,}, {'tied' if m['tied_embeddings'] else 'separate'} "
             f"embeddings, {m['norm']}, {m['bytes_per_number']} bytes a number"]
     lines += [
-        f"Accelerator {a['name']}: {a['flops_per_s']:.3g} operations/s, {a['bytes_per_s']:.3g} bytes/s, "
+        f"Accelerator {a['name']}: {a['flops_per_s'] / 1e12:.4g} TFLOP/s, {a['bytes_per_s'] / 1e12:.4g} TB/s, "
         f"{_bytes(a['memory_bytes'])}",
         "",
     ]

@@ -98,8 +98,8 @@ class Accelerator:
         count("memory_bytes", self.memory_bytes, minimum=1)
 
     def __str__(self) -> str:
-        return (f"{self.name}: {self.flops_per_s:.3g} operations/s, {self.bytes_per_s:.3g} bytes/s, "
-                f"{self.memory_bytes / 2**30:g} GiB")
+        return (f"{self.name}: {self.flops_per_s / 1e12:.4g} TFLOP/s, {self.bytes_per_s / 1e12:.4g} TB/s, "
+                f"{self.memory_bytes / 2**30:.4g} GiB")
 
 
 EXAMPLE_MODEL = ModelShape(
