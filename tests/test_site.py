@@ -74,14 +74,16 @@ def browsed(site):
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=[
                 "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run"])
+                "--disable-component-update", "--disable-sync", "--no-first-run",
+                "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"])
             page = browser.new_page(viewport={"width": 1440, "height": 1600})
             outside, errors = [], []
             page.on("console", lambda msg: msg.type == "error" and errors.append(msg.text))
             page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.route("**/*", lambda route: (outside.append(route.request.url), route.abort())
-                       if not route.request.url.startswith(base) and not route.request.url.startswith("data:")
-                       else route.continue_())
+            # Every request is seen by a listener; the outside network is cut by the browser's own
+            # resolver (intercepting each request through Playwright would add a third to the run).
+            page.on("request", lambda request: None if request.url.startswith((base, "data:"))
+                    else outside.append(request.url))
             for doc in pages(site):
                 errors.clear()
                 outside.clear()
