@@ -8,7 +8,14 @@
 2. nbval normally ignores PNG outputs and output metadata. The book's figures are
    deterministic and carry their alt text in the metadata, so both are compared too: a
    stored picture or alt text that no longer matches its code fails the run.
-3. Scheduling for ``pytest -n 2 --dist loadfile --no-loadscope-reorder`` (a notebook's cells share one kernel, a
+3. nbval starts a kernel for every notebook; here each worker keeps one kernel and, between
+   notebooks, sends it the reset ``scripts/execute.py`` uses (figures closed, matplotlib's
+   defaults back, a new session with an empty namespace, the notebook's folder as working
+   directory). What stays is what is already imported, numpy, matplotlib and torch: about two
+   seconds a notebook. The stored outputs were written the same way (``make execute`` reuses
+   kernels too), and ``tests/test_determinism.py`` checks that reuse changes nothing. A kernel
+   that died or timed out is replaced by a fresh one.
+4. Scheduling for ``pytest -n 2 --dist loadfile --no-loadscope-reorder`` (a notebook's cells share one kernel, a
    module's fixtures are built once): the slowest files are handed out first, so no core idles
    at the end. (Each example-swap variant has a file of its own so the variants spread.)
 """
@@ -24,6 +31,57 @@ import execute as book_execute  # noqa: E402
 os.environ.update(book_execute.NARROWED_ENV)
 
 COMPARED_TOO = {"image/png", "metadata"}
+
+_KERNELS: dict = {}
+"""The kernel each worker keeps, by kernel name (item 3 above)."""
+
+
+def _reuse_kernel(original_setup):
+    def setup(self):
+        name = self.nb.metadata.get("kernelspec", {}).get("name", "python")
+        kernel = _KERNELS.get(name)
+        if kernel is None or not kernel.is_alive():
+            original_setup(self)
+            _KERNELS[name] = self.kernel
+            return
+        msg_id = kernel.kc.execute(book_execute.RESET.format(folder=str(self.fspath.dirname)),
+                                   silent=True, store_history=False)
+        reply = kernel.kc.get_shell_msg(timeout=60)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = kernel.kc.get_shell_msg(timeout=60)
+        if reply["content"]["status"] != "ok":
+            raise RuntimeError(f"could not reset the kernel before {self.fspath}: {reply['content']}")
+        kernel.await_idle(msg_id, timeout=60)   # drains this reset's messages from iopub
+        self.kernel = kernel
+        self.setup_sanitize_files()
+    return setup
+
+
+def _keep_kernel(original_teardown):
+    def teardown(self):
+        if self.kernel is not None and self.kernel is _KERNELS.get(
+                self.nb.metadata.get("kernelspec", {}).get("name", "python")):
+            return   # kept for the next notebook; stopped when the session ends
+        original_teardown(self)
+    return teardown
+
+
+def pytest_configure(config):
+    try:
+        from nbval.plugin import IPyNbFile
+    except ImportError:
+        return
+    if not getattr(IPyNbFile, "_book_reuses_kernels", False):
+        IPyNbFile.setup = _reuse_kernel(IPyNbFile.setup)
+        IPyNbFile.teardown = _keep_kernel(IPyNbFile.teardown)
+        IPyNbFile._book_reuses_kernels = True
+
+
+def pytest_sessionfinish(session, exitstatus):
+    for kernel in _KERNELS.values():
+        if kernel.is_alive():
+            kernel.stop()
+    _KERNELS.clear()
 SLOW_FIRST = ["test_swap_small_mqa", "test_pdf", "test_site", "test_swap_", "test_determinism",
               "02_measured", "test_famil", "test_report", "test_lab", "answers"]
 """Files whose paths contain these run first, in this order (measured: the example swap that

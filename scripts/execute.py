@@ -60,12 +60,6 @@ get_ipython().reset(new_session=True)
 """Sent (silently) before each notebook that follows another in the same kernel."""
 
 
-def is_notebook_text(md: Path) -> bool:
-    """True if a .md file is the text of a paired notebook: its front matter names a kernel."""
-    text = md.read_text()
-    return text.startswith("---") and "kernelspec:" in text.split("---")[1]
-
-
 def notebooks(args: list[str]) -> list[Path]:
     """The paired .md notebooks to run: those named, or every paired notebook under book/chapters
     (numbered sections and page openings) except the measured page."""
