@@ -12,9 +12,10 @@ Speed: one worker process per core, each with one long-lived kernel that runs no
 notebook. Between two notebooks the kernel is reset (a new session: empty namespace, counter
 back to one, figures closed, matplotlib's defaults, the notebook's own folder as working
 directory), so starting Python and importing numpy, matplotlib and torch is paid once per
-core instead of once per notebook. nbval in the tests runs every notebook in a fresh kernel
-of its own and requires the same outputs, so a notebook that leaked state into the next
-would fail there.
+core instead of once per notebook. nbval in the tests keeps a kernel per worker with the same
+reset (``conftest.py``), but meets the notebooks in another order and with other neighbours,
+and requires the same outputs: a notebook that leaked state into the next would fail there.
+``tests/test_determinism.py`` checks that the reset empties the namespace.
 
 Every kernel runs with ``PINNED_ENV``: numpy's x86 code paths are held to the baseline
 instruction set, so transcendental functions (exp, log, power: softmax, log-scale axes)
