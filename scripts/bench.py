@@ -38,36 +38,11 @@ def timed(cmd: list[str], **kw) -> float:
     return time.perf_counter() - start
 
 
-def kernel_floor(code: str, repeats: int = 3) -> float:
-    """Fastest of ``repeats`` runs: start a kernel, run ``code``, shut the kernel down (seconds)."""
+def in_new_kernel(code: str) -> float:
+    """Start a kernel, run ``code`` in it, shut it down: the seconds all of that took."""
     from jupyter_client.manager import KernelManager
 
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        km = KernelManager(kernel_name="python3")
-        km.start_kernel(extra_arguments=["--log-level=CRITICAL"])
-        kc = km.client()
-        kc.start_channels()
-        kc.wait_for_ready(timeout=120)
-        reply = kc.execute_interactive(code, timeout=120)
-        assert reply["content"]["status"] == "ok", reply["content"]
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
-def figure_floor(repeats: int = 5) -> float:
-    """Seconds one more figure costs once matplotlib is warm: inside one kernel, a figure is
-    drawn to warm it, then ``repeats`` more are timed there and the mean kept (a difference
-    of two kernel runs would carry the noise of both start-ups)."""
-    from jupyter_client.manager import KernelManager
-
-    out = Path(tempfile.mkdtemp(prefix="bench-")) / "figure.txt"
-    code = ("import time, numpy, matplotlib.pyplot\n" + FIGURE + "start = time.perf_counter()\n"
-            + f"for _ in range({repeats}):\n" + "".join("    " + line + "\n" for line in FIGURE.strip().splitlines())
-            + f"_ = open({str(out)!r}, 'w').write(str((time.perf_counter() - start) / {repeats}))\n")
+    start = time.perf_counter()
     km = KernelManager(kernel_name="python3")
     km.start_kernel(extra_arguments=["--log-level=CRITICAL"])
     kc = km.client()
@@ -77,6 +52,22 @@ def figure_floor(repeats: int = 5) -> float:
     assert reply["content"]["status"] == "ok", reply["content"]
     kc.stop_channels()
     km.shutdown_kernel(now=True)
+    return time.perf_counter() - start
+
+
+def kernel_floor(code: str, repeats: int = 3) -> float:
+    """Fastest of ``repeats`` runs of ``code`` in a new kernel, start and shut-down included (seconds)."""
+    return min(in_new_kernel(code) for _ in range(repeats))
+
+
+def figure_floor(repeats: int = 5) -> float:
+    """Seconds one more figure costs once matplotlib is warm: inside one kernel, a figure is
+    drawn to warm it, then ``repeats`` more are timed there and the mean kept (a difference
+    of two kernel runs would carry the noise of both start-ups)."""
+    out = Path(tempfile.mkdtemp(prefix="bench-")) / "figure.txt"
+    in_new_kernel("import time, numpy, matplotlib.pyplot\n" + FIGURE + "start = time.perf_counter()\n"
+                  + f"for _ in range({repeats}):\n" + "".join("    " + line + "\n" for line in FIGURE.strip().splitlines())
+                  + f"_ = open({str(out)!r}, 'w').write(str((time.perf_counter() - start) / {repeats}))\n")
     return float(out.read_text())
 
 
