@@ -44,14 +44,7 @@ def _reuse_kernel(original_setup):
             original_setup(self)
             _KERNELS[name] = self.kernel
             return
-        msg_id = kernel.kc.execute(book_execute.RESET.format(folder=str(self.fspath.dirname)),
-                                   silent=True, store_history=False)
-        reply = kernel.kc.get_shell_msg(timeout=60)
-        while reply["parent_header"].get("msg_id") != msg_id:
-            reply = kernel.kc.get_shell_msg(timeout=60)
-        if reply["content"]["status"] != "ok":
-            raise RuntimeError(f"could not reset the kernel before {self.fspath}: {reply['content']}")
-        kernel.await_idle(msg_id, timeout=60)   # drains this reset's messages from iopub
+        book_execute.reset(kernel.kc, self.fspath.dirname)
         self.kernel = kernel
         self.setup_sanitize_files()
     return setup
@@ -59,8 +52,7 @@ def _reuse_kernel(original_setup):
 
 def _keep_kernel(original_teardown):
     def teardown(self):
-        if self.kernel is not None and self.kernel is _KERNELS.get(
-                self.nb.metadata.get("kernelspec", {}).get("name", "python")):
+        if any(self.kernel is kept for kept in _KERNELS.values()):
             return   # kept for the next notebook; stopped when the session ends
         original_teardown(self)
     return teardown
@@ -82,6 +74,8 @@ def pytest_sessionfinish(session, exitstatus):
         if kernel.is_alive():
             kernel.stop()
     _KERNELS.clear()
+
+
 SLOW_FIRST = ["test_swap_small_mqa", "test_pdf", "test_site", "test_swap_", "test_determinism",
               "02_measured", "test_famil", "test_report", "test_lab", "answers"]
 """Files whose paths contain these run first, in this order (measured: the example swap that

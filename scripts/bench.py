@@ -40,18 +40,11 @@ def timed(cmd: list[str], **kw) -> float:
 
 def in_new_kernel(code: str) -> float:
     """Start a kernel, run ``code`` in it, shut it down: the seconds all of that took."""
-    from jupyter_client.manager import KernelManager
-
     start = time.perf_counter()
-    km = KernelManager(kernel_name="python3")
-    km.start_kernel(extra_arguments=["--log-level=CRITICAL"])
-    kc = km.client()
-    kc.start_channels()
-    kc.wait_for_ready(timeout=120)
-    reply = kc.execute_interactive(code, timeout=120)
+    kernel = execute.Kernel()
+    reply = kernel.kc.execute_interactive(code, timeout=120)
     assert reply["content"]["status"] == "ok", reply["content"]
-    kc.stop_channels()
-    km.shutdown_kernel(now=True)
+    kernel.close()
     return time.perf_counter() - start
 
 

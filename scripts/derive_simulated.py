@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import sys
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -16,7 +15,7 @@ import numpy as np
 from transformer_arithmetic.sampling import entropy as _entropy
 from transformer_arithmetic.sampling import softmax as _softmax
 from transformer_arithmetic.sampling import top_p_keep
-from transformer_arithmetic.simulated import LOGITS, SENTENCE, TARGETS, VOCAB
+from transformer_arithmetic.simulated import LOGITS, TARGETS, VOCAB
 
 # --------------------------------------------------------------------------
 # How the tables were made
@@ -394,4 +393,3 @@ if __name__ == "__main__":
 
     pprint.pprint({"LOGITS": derive_logits(), "NEXT_LOGITS": derive_next_logits(), "SCORES": derive_scores()},
                   width=120)
-    sys.exit(0)

@@ -89,6 +89,14 @@ def merge_streams(outputs: list) -> list:
     return merged
 
 
+def reset(kc, folder: Path | str) -> None:
+    """Send ``RESET`` to the kernel behind client ``kc``, to run a notebook in ``folder`` next
+    (used here between notebooks, and by nbval's kept kernels in conftest.py)."""
+    reply = kc.execute_interactive(RESET.format(folder=str(folder)), silent=True, store_history=False, timeout=60)
+    if reply["content"]["status"] != "ok":
+        raise RuntimeError(f"could not reset the kernel for {folder}: {reply['content']}")
+
+
 class Kernel:
     """One kernel that runs notebook after notebook, reset in between."""
 
@@ -115,10 +123,7 @@ class Kernel:
         from nbclient import NotebookClient
 
         if self.used:
-            reply = self.kc.execute_interactive(RESET.format(folder=str(md.parent)), silent=True,
-                                                store_history=False, timeout=60)
-            if reply["content"]["status"] != "ok":
-                raise RuntimeError(f"could not reset the kernel before {md.name}: {reply['content']}")
+            reset(self.kc, md.parent)
         else:
             self.kc.execute_interactive(f"import os; os.chdir({str(md.parent)!r}); del os", silent=True,
                                         store_history=False, timeout=60)

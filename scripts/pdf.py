@@ -39,6 +39,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
+sys.path.insert(0, str(BOOK / "_ext"))
+from book_print import pdf_name  # noqa: E402  (the site links the PDF by the same name)
 PREPARE_JS = Path(__file__).with_name("pdf_prepare.js")
 JB = Path(sys.executable).with_name("jupyter-book")
 
@@ -48,11 +50,6 @@ SITE_SCRIPTS = re.compile(
     r"|togglebutton\.js|design-tabs\.js)|/searchindex\.js")
 """The site's interactive scripts: navigation, search, copy and toggle buttons. None of them
 renders content, and without them the page loads faster and nothing moves while printing."""
-
-
-def slug(title: str) -> str:
-    """The file name of the PDF: the book's title in lower case, words joined by hyphens."""
-    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") or "book"
 
 
 def book_config() -> dict:
@@ -254,7 +251,7 @@ def main() -> None:
     config = book_config()
     title = config.get("title") or "Book"
     build = (args.path_output if args.path_output is not None else BOOK) / "_build"
-    pdf = build / "pdf" / f"{slug(title)}.pdf"
+    pdf = build / "pdf" / pdf_name(title)
 
     page = reuse(args.path_output) if args.reuse_html else build_singlehtml(args.path_output)
     built = time.perf_counter()

@@ -6,7 +6,7 @@
 //   - each document of the book (a chapter opening, a section, an appendix page) starts a new
 //     page and names its pages (CSS `page`), and an @page rule per name puts that document's
 //     number and title in the running header; page numbers are in book/_static/print.css;
-//   - dropdowns are opened; folded code cells stay folded (print.css leaves them out);
+//   - dropdowns are opened (folded code cells are already left out of the single-page build);
 //   - solutions move to an appendix, "Solutions to the exercises", grouped by section, and
 //     each exercise says where its solution is;
 //   - links become references: an external link shows its address, a link to a section that
@@ -144,15 +144,10 @@
       });
     }
 
-    // Dropdowns open; togglebutton's hidden content shown. Folded code cells (myst-nb's
-    // details.hide) stay closed: print.css leaves them out.
-    document.querySelectorAll("details:not(.hide)").forEach((d) => { d.open = true; });
+    // Dropdowns open; togglebutton's hidden content shown. (Folded code cells never reach this
+    // page: book/_ext/book_print.py leaves them out of the single-page build.)
+    document.querySelectorAll("details").forEach((d) => { d.open = true; });
     document.querySelectorAll(".toggle-hidden").forEach((e) => e.classList.remove("toggle-hidden"));
-    document.querySelectorAll("details.hide").forEach((d) => {
-      const cell = d.closest("div.cell");
-      d.remove();
-      if (cell && !cell.querySelector(".cell_input, .cell_output, .output")) cell.remove();
-    });
 
     // Pictures at the size they were drawn (pixels over the dots per inch stored in the PNG),
     // never wider than the text: a figure drawn 7 inches wide with 9-point labels prints with

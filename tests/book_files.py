@@ -6,6 +6,8 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from execute import is_notebook_text  # scripts/ is on the path (conftest.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
 CHAPTERS = BOOK / "chapters"
@@ -28,11 +30,6 @@ def plain_pages() -> list[Path]:
     notebooks = set(paired_notebooks())
     return [p for p in [*BOOK.glob("*.md"), *CHAPTERS.glob("*/*.md")] if p not in notebooks]
 
-
-def is_notebook_text(path: Path) -> bool:
-    """True if a .md file is the text of a paired notebook: its front matter names a kernel."""
-    parts = path.read_text().split("---", 2)
-    return len(parts) == 3 and parts[0] == "" and "kernelspec:" in parts[1]
 
 
 @lru_cache(maxsize=None)

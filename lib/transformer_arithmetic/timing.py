@@ -10,7 +10,7 @@ from __future__ import annotations
 from ._checks import count, fraction, positive
 from .memory import kv_cache_bytes, parameter_count, weight_bytes, weight_bytes_read
 from .shapes import Accelerator, ModelShape
-from .work import decode_flops, prefill_flops
+from .work import decode_flops, decode_pair_flops, prefill_flops
 
 __all__ = [
     "decode_bytes", "arithmetic_time", "reading_time", "decode_step_time", "throughput",
@@ -148,7 +148,6 @@ def arithmetic_bound_prompt(m: ModelShape, acc: Accelerator) -> int:
 def cache_intensity(m: ModelShape) -> float:
     """Operations per byte of cache read in a decode step (the pair work a cached key and value
     feed), the same at every context and batch."""
-    from .work import decode_pair_flops   # imported here to leave the module's imports as they are
     return decode_pair_flops(m, 1) / kv_cache_bytes(m, 1)
 
 
