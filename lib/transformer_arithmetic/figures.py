@@ -275,8 +275,6 @@ def tap_tree(ax, levels: Sequence[Sequence[int]], gaps: Sequence[int], kernel: i
     ax.tick_params(length=0)
 
 
-
-
 def head_groups(ax, heads: int, kv_heads: int, *, concept: str, fontsize: float = 8.0) -> None:
     """Query heads in a row above the key-value heads they read, each joined to its own by a
     line: one key-value head per query head (plain attention), one per group (grouped), or one

@@ -32,7 +32,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-from .families import FAMILIES, GENERIC, GPT2_NAMES, STRUCTURE_FIELDS, Family, Reader, family_for, width_field
+from .families import (FAMILIES, GENERIC, GPT2_NAMES, STRUCTURE_FIELDS, Family, Reader, _short, family_for,
+                       width_field)
 from .layout import Attention, Experts, LatentAttention, Layout
 from .shapes import ModelShape
 
@@ -96,11 +97,6 @@ def _bytes_per_number(cfg: dict, notes: list[str]) -> int:
     if value not in DTYPE_BYTES:
         raise ValueError(f"config field torch_dtype={_short(value)} is not one of {sorted(DTYPE_BYTES)}")
     return DTYPE_BYTES[value]
-
-
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _generic(cfg: dict, model_type: str | None, notes: list[str]) -> Family:

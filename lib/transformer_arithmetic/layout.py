@@ -28,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
+from .masks import causal_pairs, window_pairs
+
 __all__ = [
     "FLOAT32_BYTES", "Attention", "LatentAttention", "Mamba", "Mamba2", "FeedForward", "Experts",
     "Block", "Layout", "expected_distinct_experts",
@@ -374,10 +376,13 @@ class Block:
         """Tokens this layer's cache keeps at most (``window - 1``), or None if it keeps them all."""
         return None if self.mixer.window is None else self.mixer.window - 1
 
+    def kept_at(self, tokens: int) -> int:
+        """Tokens this layer's cache holds (and a new token reads) after ``tokens`` tokens."""
+        return tokens if self.kept is None else min(tokens, self.kept)
+
     def cache_numbers_at(self, tokens: int) -> int:
         """Numbers this layer's key-value cache holds after ``tokens`` tokens."""
-        kept = tokens if self.kept is None else min(tokens, self.kept)
-        return kept * self.mixer.cache_numbers
+        return self.kept_at(tokens) * self.mixer.cache_numbers
 
     def state_bytes(self, bytes_per_number: int) -> int:
         """Bytes of running-summary state this layer holds, whatever the length (0 for attention)."""
@@ -470,8 +475,7 @@ class Layout:
         the architecture needs)."""
         if tokens == 0:
             return 0
-        kv = sum((tokens if b.kept is None else min(tokens, b.kept)) * b.mixer.stored_cache_numbers
-                 for b in self.blocks) * bytes_per_number
+        kv = sum(b.kept_at(tokens) * b.mixer.stored_cache_numbers for b in self.blocks) * bytes_per_number
         return kv + self.state_bytes(bytes_per_number)
 
     def cache_bytes_per_token(self, bytes_per_number: int) -> int:
@@ -501,12 +505,12 @@ class Layout:
     def decode_pair_flops(self, context: int) -> int:
         """Operations every attention layer spends on pairs when one new token reads the
         ``context`` earlier ones (a windowed layer reads at most ``window - 1`` of them)."""
-        return sum(b.mixer.pair_flops * (context if b.kept is None else min(context, b.kept))
-                   for b in self.blocks)
+        return sum(b.mixer.pair_flops * b.kept_at(context) for b in self.blocks)
 
     def prefill_pair_flops(self, tokens: int) -> int:
         """Operations every attention layer spends on the allowed pairs of a ``tokens``-long prompt."""
-        return sum(b.mixer.pair_flops * _pairs(tokens, b.mixer.window) for b in self.blocks)
+        return sum(b.mixer.pair_flops * (causal_pairs(tokens) if b.mixer.window is None
+                                         else window_pairs(tokens, b.mixer.window)) for b in self.blocks)
 
     @cached_property
     def state_flops(self) -> int:
@@ -563,13 +567,6 @@ class Layout:
                 kinds[key] = kinds.get(key, 0) + 1
             lines = [f"{n} layers: {k}" for k, n in kinds.items()]
         return lines
-
-
-def _pairs(tokens: int, window: int | None) -> int:
-    """Allowed (query, key) pairs of a ``tokens``-long sequence, each position seeing at most ``window``."""
-    if window is None or window >= tokens:
-        return tokens * (tokens + 1) // 2
-    return window * (window + 1) // 2 + (tokens - window) * window
 
 
 def _largest(ok: Callable[[int], bool], upper: int) -> int:

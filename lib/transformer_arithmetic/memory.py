@@ -109,11 +109,17 @@ def serving_bytes(m: ModelShape, tokens: int, conversations: int = 1) -> int:
     return weight_bytes(m) + conversations * kv_cache_bytes(m, tokens)
 
 
-def longest_conversation(m: ModelShape, acc: Accelerator) -> int:
-    """Most tokens one conversation can hold in the cache once the weights are loaded."""
+def _free_bytes(m: ModelShape, acc: Accelerator) -> int:
+    """Bytes of ``acc``'s memory left once one copy of the weights is loaded (an error if none)."""
     free = acc.memory_bytes - weight_bytes(m)
     if free < 0:
         raise ValueError(f"the weights ({weight_bytes(m)} bytes) do not fit in {acc.memory_bytes} bytes")
+    return free
+
+
+def longest_conversation(m: ModelShape, acc: Accelerator) -> int:
+    """Most tokens one conversation can hold in the cache once the weights are loaded."""
+    free = _free_bytes(m, acc)
     if m.layout is not None:  # None: the cache stops growing (windows, running summaries) and fits
         return m.layout.longest_conversation(m.bytes_per_number, free)
     return free // kv_bytes_per_token(m)
@@ -123,10 +129,7 @@ def conversations_that_fit(m: ModelShape, acc: Accelerator, tokens: int) -> int:
     """Conversations of ``tokens`` each whose caches fit beside one copy of the weights."""
     count("tokens", tokens, minimum=1)
     if m.layout is not None:  # windows and running summaries make the cache a curve, not a line
-        free = acc.memory_bytes - weight_bytes(m)
-        if free < 0:
-            raise ValueError(f"the weights ({weight_bytes(m)} bytes) do not fit in {acc.memory_bytes} bytes")
-        return free // kv_cache_bytes(m, tokens)
+        return _free_bytes(m, acc) // kv_cache_bytes(m, tokens)
     return longest_conversation(m, acc) // tokens
 
 

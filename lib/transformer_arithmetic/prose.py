@@ -125,12 +125,8 @@ def size_text(nbytes: float, spec: str = ",.4g", byte_unit: str = "bytes") -> st
     """A byte count in the largest binary unit that keeps it at 1 or more: '48 MiB', '1.5 KiB', '12 GiB'.
 
     ``spec`` formats the number (the report's tables use ',.2f'); counts under 1 KiB use ``byte_unit``."""
-    if nbytes < 0:
-        raise ValueError(f"nbytes must not be negative, got {nbytes!r}")
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if nbytes >= scale:
-            return f"{nbytes / scale:{spec}} {unit}"
-    return f"{nbytes:{spec}} {byte_unit}"
+    unit, scale = size_unit(nbytes)
+    return f"{nbytes / scale:{spec}} {unit}" if scale > 1 else f"{nbytes:{spec}} {byte_unit}"
 
 
 def listing(items: Sequence[str], last: str = "and") -> str:

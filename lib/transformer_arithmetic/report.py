@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from . import memory, timing, work
 from .layout import Experts
 from .prose import size_text
-from .shapes import EXAMPLE_ACCELERATOR, GIB, KIB, Accelerator, ModelShape
+from .shapes import EXAMPLE_ACCELERATOR, GIB, KIB, Accelerator, ModelShape, rates_text
 
 __all__ = [
     "LENGTHS", "BATCHES", "BATCH_CONTEXT", "report", "format_report", "parse_accelerator",
@@ -180,7 +180,7 @@ def format_report(r: dict) -> str:
             f"vocabulary {m['vocab']:,}, {'tied' if m['tied_embeddings'] else 'separate'} "
             f"embeddings, {m['norm']}, {m['bytes_per_number']} bytes a number"]
     lines += [
-        f"Accelerator {a['name']}: {a['flops_per_s'] / 1e12:.4g} TFLOP/s, {a['bytes_per_s'] / 1e12:.4g} TB/s, "
+        f"Accelerator {a['name']}: {rates_text(a['flops_per_s'], a['bytes_per_s'])}, "
         f"{_bytes(a['memory_bytes'])}",
         "",
     ]

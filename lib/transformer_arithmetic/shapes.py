@@ -98,8 +98,12 @@ class Accelerator:
         count("memory_bytes", self.memory_bytes, minimum=1)
 
     def __str__(self) -> str:
-        return (f"{self.name}: {self.flops_per_s / 1e12:.4g} TFLOP/s, {self.bytes_per_s / 1e12:.4g} TB/s, "
-                f"{self.memory_bytes / 2**30:.4g} GiB")
+        return f"{self.name}: {rates_text(self.flops_per_s, self.bytes_per_s)}, {self.memory_bytes / 2**30:.4g} GiB"
+
+
+def rates_text(flops_per_s: float, bytes_per_s: float) -> str:
+    """An accelerator's two rates in the units engineers read: '100 TFLOP/s, 1 TB/s'."""
+    return f"{flops_per_s / 1e12:.4g} TFLOP/s, {bytes_per_s / 1e12:.4g} TB/s"
 
 
 EXAMPLE_MODEL = ModelShape(
