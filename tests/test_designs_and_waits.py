@@ -2,7 +2,9 @@
 each checked against an independent reference (PyTorch, a brute-force count, enumeration)."""
 import dataclasses
 import itertools
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,7 +12,8 @@ import torch
 
 import decoder_reference as R
 import transformer_arithmetic as ta
-from transformer_arithmetic import designs, masks, summaries, timing
+from transformer_arithmetic import designs, masks, memory, summaries, timing
+from transformer_arithmetic.hf_config import shape_from_config
 
 PLAIN_335M = ta.ModelShape(layers=24, heads=16, head_dim=64, ffn_width=4096, vocab=32768, bytes_per_number=2,
                            name="a plain 335M-parameter decoder")
@@ -159,6 +162,17 @@ def test_step_time_at_bits_reads_fewer_weight_bytes():
     assert timing.step_time_at_bits(M, A, 2048, 4) == pytest.approx(reading)
     with pytest.raises(ValueError, match="weight_bits"):
         timing.step_time_at_bits(M, A, 2048, 0)
+
+
+def test_step_time_at_bits_reads_only_the_experts_a_step_touches():
+    """A mixture of experts: one step reads the experts its tokens pick, not all of them, and
+    its float32 routers stay 4 bytes; at the model's own width nothing changes."""
+    cfg = json.loads((Path(__file__).parent / "configs" / "mixtral-8x7b.json").read_text())
+    moe, _ = shape_from_config(cfg, "mixtral-8x7b")
+    assert memory.weight_bytes_read(moe, 1) < memory.weight_bytes(moe)
+    for batch in (1, 4):
+        assert timing.step_time_at_bits(moe, A, 2048, 8 * moe.bytes_per_number, batch) \
+            == timing.decode_step_time(moe, A, 2048, batch)
 
 
 # --- the designs compared -------------------------------------------------------------------

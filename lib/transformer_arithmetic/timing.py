@@ -8,7 +8,7 @@ the point is which of the two limits binds.
 from __future__ import annotations
 
 from ._checks import count, fraction, positive
-from .memory import kv_cache_bytes, parameter_count, weight_bytes, weight_bytes_read
+from .memory import kv_cache_bytes, weight_bytes, weight_bytes_read
 from .shapes import Accelerator, ModelShape
 from .work import decode_flops, decode_pair_flops, prefill_flops
 
@@ -190,8 +190,9 @@ def speculative_time_per_token(m: ModelShape, draft: ModelShape, acc: Accelerato
 def step_time_at_bits(m: ModelShape, acc: Accelerator, context: int, weight_bits: float,
                       batch: int = 1) -> float:
     """Seconds for one decode step when every weight is stored in ``weight_bits`` bits (the cache
-    and the arithmetic as before)."""
+    and the arithmetic as before; a mixture of experts still reads only the experts it touches)."""
     bits = positive("weight_bits", weight_bits)
-    weights = parameter_count(m) * bits / 8
-    reading = (weights + count("batch", batch, minimum=1) * kv_cache_bytes(m, context)) / acc.bytes_per_s
+    batch = count("batch", batch, minimum=1)
+    weights = weight_bytes_read(m, batch) * bits / (8 * m.bytes_per_number)
+    reading = (weights + batch * kv_cache_bytes(m, context)) / acc.bytes_per_s
     return max(arithmetic_time(m, acc, context, batch), reading)
