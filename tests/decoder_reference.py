@@ -20,7 +20,7 @@ from functools import lru_cache
 
 import torch
 
-from transformer_arithmetic import ModelShape
+from transformer_arithmetic import GIB, Accelerator, ModelShape
 from transformer_arithmetic.reference_model import Decoder, cache_bytes
 
 DTYPES = {2: torch.bfloat16, 4: torch.float32, 8: torch.float64}
@@ -28,6 +28,14 @@ DTYPES = {2: torch.bfloat16, 4: torch.float32, 8: torch.float64}
 
 SHRUNK = 8
 """Width, feed-forward width and vocabulary of the decoder that fills a real cache."""
+
+PLAIN_335M = ModelShape(layers=24, heads=16, head_dim=64, ffn_width=4096, vocab=32768, bytes_per_number=2,
+                        name="a plain 335M-parameter decoder")
+"""The library tests' own model (not the book's example, which may change): the figures they pin
+(335,594,496 parameters, 4,721 tokens a second, ...) are this model's, measured here."""
+CHIP_24GIB = Accelerator(flops_per_s=100e12, bytes_per_s=1e12, memory_bytes=24 * GIB,
+                         name="a chip of 100 TFLOP/s, 1 TB/s and 24 GiB")
+"""The library tests' own accelerator."""
 
 
 @lru_cache(maxsize=None)
@@ -88,6 +96,25 @@ def cache_bytes_per_token(m: ModelShape) -> int:
         decoder = Decoder(probe).to(DTYPES[m.bytes_per_number]).eval()
         row, cache = decoder.generate(torch.tensor([[1]]), new_tokens=1)
     return cache_bytes(cache) // row.shape[1]
+
+
+def decode_work(m: ModelShape, context: int, batch: int = 1, positions: int = 1) -> tuple[int, int]:
+    """(operations, bytes) of one step that pushes ``positions`` new positions for each of
+    ``batch`` conversations after ``context`` tokens: every position through the real matrices
+    and normalisations (a scale is a multiply and an add a number), a score and a weighted value
+    per query channel per earlier token; the real weights read once, each conversation's real
+    cache read once."""
+    per_position = matrix_flops_per_token(m) + 2 * norm_numbers(m) + 4 * query_channels(m) * context
+    return batch * positions * per_position, weight_bytes(m) + batch * context * cache_bytes_per_token(m)
+
+
+def prefill_work(m: ModelShape, tokens: int) -> tuple[int, int]:
+    """(operations, bytes) of the pass over a ``tokens``-long prompt: every position through the
+    real matrices, every causal pair counted one position at a time, the weights read once and
+    the cache written."""
+    pairs = sum(range(1, tokens + 1))   # position i attends to i positions
+    flops = (matrix_flops_per_token(m) + 2 * norm_numbers(m)) * tokens + 4 * query_channels(m) * pairs
+    return flops, weight_bytes(m) + tokens * cache_bytes_per_token(m)
 
 
 def cache_bytes_after(m: ModelShape, prompt: int, new: int) -> int:

@@ -11,13 +11,10 @@ import pytest
 import torch
 
 import decoder_reference as R
+from decoder_reference import CHIP_24GIB, PLAIN_335M
 import transformer_arithmetic as ta
 from transformer_arithmetic import sampling, simulated, timing
 
-PLAIN_335M = ta.ModelShape(layers=24, heads=16, head_dim=64, ffn_width=4096, vocab=32768, bytes_per_number=2,
-                           name="a plain 335M-parameter decoder")
-CHIP_24GIB = ta.Accelerator(flops_per_s=100e12, bytes_per_s=1e12, memory_bytes=24 * ta.GIB,
-                            name="a chip of 100 TFLOP/s, 1 TB/s and 24 GiB")
 M, A = PLAIN_335M, CHIP_24GIB
 SEED = 20240611
 
@@ -139,21 +136,6 @@ def test_mean_chance_drawn_against_torch_and_its_limits():
 # ---------------------------------------------------------------- arithmetic intensity
 
 
-def brute_flops_and_bytes(m: ta.ModelShape, context: int, batch: int):
-    """(operations, bytes) of one decode step, from a real decoder's matrices and a real cache."""
-    per_token = R.matrix_flops_per_token(m) + 2 * R.norm_numbers(m)  # a norm's scale: 2 operations a number
-    pairs = 4 * R.query_channels(m) * context  # a score and a weighted value per earlier token
-    return batch * (per_token + pairs), R.weight_bytes(m) + batch * context * R.cache_bytes_per_token(m)
-
-
-def brute_prefill_flops_and_bytes(m: ta.ModelShape, tokens: int):
-    """(operations, bytes) of the pass over a prompt: every position through the real matrices,
-    every causal pair counted one position at a time, the weights read and the cache written."""
-    per_token = R.matrix_flops_per_token(m) + 2 * R.norm_numbers(m)
-    pairs = sum(range(1, tokens + 1))
-    return per_token * tokens + 4 * R.query_channels(m) * pairs, R.weight_bytes(m) + tokens * R.cache_bytes_per_token(m)
-
-
 SHAPES = [M, dataclasses.replace(M, kv_heads=4), ta.ModelShape(layers=3, heads=4, head_dim=8, ffn_width=64,
                                                             vocab=50, kv_heads=1, bytes_per_number=4)]
 
@@ -161,14 +143,14 @@ SHAPES = [M, dataclasses.replace(M, kv_heads=4), ta.ModelShape(layers=3, heads=4
 @pytest.mark.parametrize("m", SHAPES, ids=["plain", "grouped", "tiny-mqa"])
 @pytest.mark.parametrize("context, batch", [(0, 1), (2048, 1), (2048, 64), (100, 7)])
 def test_decode_intensity_against_a_real_decoder(m, context, batch):
-    flops, nbytes = brute_flops_and_bytes(m, context, batch)
+    flops, nbytes = R.decode_work(m, context, batch)
     assert math.isclose(timing.decode_intensity(m, context, batch), flops / nbytes, rel_tol=1e-12)
 
 
 @pytest.mark.parametrize("m", SHAPES, ids=["plain", "grouped", "tiny-mqa"])
 def test_prefill_intensity_against_a_real_decoder(m):
     for tokens in (1, 50, 2048, 8192):
-        flops, nbytes = brute_prefill_flops_and_bytes(m, tokens)
+        flops, nbytes = R.prefill_work(m, tokens)
         assert math.isclose(timing.prefill_intensity(m, tokens), flops / nbytes, rel_tol=1e-12)
 
 
@@ -182,7 +164,7 @@ def test_intensity_facts_of_a_plain_two_byte_model():
 @pytest.mark.parametrize("context, batch", [(0, 1), (0, 300), (2048, 1), (2048, 64), (8192, 16)])
 def test_the_roofline_gives_the_step_time(context, batch):
     rate = timing.attainable_flops(A, timing.decode_intensity(M, context, batch))
-    work, nbytes = brute_flops_and_bytes(M, context, batch)
+    work, nbytes = R.decode_work(M, context, batch)
     step = max(work / A.flops_per_s, nbytes / A.bytes_per_s)
     assert math.isclose(work / rate, step, rel_tol=1e-12)
     assert math.isclose(work / rate, timing.decode_step_time(M, A, context, batch), rel_tol=1e-12)
@@ -192,7 +174,7 @@ def test_the_roofline_gives_the_step_time(context, batch):
 def first_bound_batch(m, acc, context, limit=5000):
     """The smallest batch whose arithmetic time reaches its reading time, by trying each in turn."""
     for b in range(1, limit + 1):
-        flops, nbytes = brute_flops_and_bytes(m, context, b)
+        flops, nbytes = R.decode_work(m, context, b)
         if flops / acc.flops_per_s >= nbytes / acc.bytes_per_s:
             return b
     return None
@@ -219,7 +201,7 @@ def test_no_batch_is_arithmetic_bound_when_each_cache_brings_too_little_work():
 @pytest.mark.parametrize("m", SHAPES, ids=["plain", "grouped", "tiny-mqa"])
 def test_arithmetic_bound_prompt_against_trying_every_length(acc, m):
     def bound(n):
-        flops, nbytes = brute_prefill_flops_and_bytes(m, n)
+        flops, nbytes = R.prefill_work(m, n)
         return flops / acc.flops_per_s >= nbytes / acc.bytes_per_s
 
     first = next(n for n in range(1, 100000) if bound(n))
@@ -262,5 +244,5 @@ def test_cache_intensity_against_a_real_cache(m):
     pair_work = 4 * R.query_channels(m)     # a new query meets one cached key and value in every layer
     assert math.isclose(timing.cache_intensity(m), pair_work / R.cache_bytes_per_token(m), rel_tol=1e-12)
     # the limit of a decode step's intensity, as the batch grows, is set by the cache
-    flops, nbytes = brute_flops_and_bytes(m, 512, 1)
+    flops, nbytes = R.decode_work(m, 512, 1)
     assert math.isclose(timing.decode_intensity(m, 512, 10**9), flops / (nbytes - R.weight_bytes(m)), rel_tol=1e-6)

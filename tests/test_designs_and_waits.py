@@ -11,14 +11,11 @@ import pytest
 import torch
 
 import decoder_reference as R
+from decoder_reference import CHIP_24GIB, PLAIN_335M
 import transformer_arithmetic as ta
 from transformer_arithmetic import designs, masks, memory, summaries, timing
 from transformer_arithmetic.hf_config import shape_from_config
 
-PLAIN_335M = ta.ModelShape(layers=24, heads=16, head_dim=64, ffn_width=4096, vocab=32768, bytes_per_number=2,
-                           name="a plain 335M-parameter decoder")
-CHIP_24GIB = ta.Accelerator(flops_per_s=100e12, bytes_per_s=1e12, memory_bytes=24 * ta.GIB,
-                            name="a chip of 100 TFLOP/s, 1 TB/s and 24 GiB")
 M, A = PLAIN_335M, CHIP_24GIB
 
 
@@ -27,9 +24,10 @@ def step_limits(m: ta.ModelShape, acc: ta.Accelerator, context: int, positions: 
     ``positions`` positions after ``context`` tokens, from a real decoder: its matrices and
     normalisations for every position, 4 operations per query channel per earlier token, its
     weights (or ``weight_bytes``) and its real cache read once."""
-    flops = positions * (R.matrix_flops_per_token(m) + 2 * R.norm_numbers(m) + 4 * R.query_channels(m) * context)
-    weights = R.weight_bytes(m) if weight_bytes is None else weight_bytes
-    return flops / acc.flops_per_s, (weights + context * R.cache_bytes_per_token(m)) / acc.bytes_per_s
+    flops, nbytes = R.decode_work(m, context, positions=positions)
+    if weight_bytes is not None:
+        nbytes += weight_bytes - R.weight_bytes(m)
+    return flops / acc.flops_per_s, nbytes / acc.bytes_per_s
 
 
 # --- running summaries: content-chosen steps and the weight matrix --------------------------

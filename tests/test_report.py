@@ -11,6 +11,7 @@ import sys
 import pytest
 
 import decoder_reference as R
+from decoder_reference import CHIP_24GIB, PLAIN_335M
 import transformer_arithmetic as ta
 from transformer_arithmetic import memory
 from transformer_arithmetic.__main__ import main
@@ -208,10 +209,6 @@ def test_unknown_example_name_lists_the_shipped_ones():
 
 # --- the report ------------------------------------------------------------------------------
 
-PLAIN_335M = ta.ModelShape(layers=24, heads=16, head_dim=64, ffn_width=4096, vocab=32768, bytes_per_number=2,
-                           name="a plain 335M-parameter decoder")
-CHIP_24GIB = ta.Accelerator(flops_per_s=100e12, bytes_per_s=1e12, memory_bytes=24 * ta.GIB,
-                            name="a chip of 100 TFLOP/s, 1 TB/s and 24 GiB")
 
 
 def test_report_numbers_against_a_real_decoder():
@@ -220,16 +217,14 @@ def test_report_numbers_against_a_real_decoder():
     m, a = PLAIN_335M, CHIP_24GIB
     r = report(m, a)
     weights, per_token = R.weight_bytes(m), R.cache_bytes_per_token(m)
-    flops_per_token = R.matrix_flops_per_token(m) + 2 * R.norm_numbers(m)
-    pair = 4 * R.query_channels(m)   # a score and a weighted value, per query channel per earlier token
 
     def step(context, batch=1):
-        return (batch * (flops_per_token + pair * context) / a.flops_per_s,
-                (weights + batch * context * per_token) / a.bytes_per_s)
+        flops, nbytes = R.decode_work(m, context, batch)
+        return flops / a.flops_per_s, nbytes / a.bytes_per_s
 
     def prefill(tokens):
-        flops = flops_per_token * tokens + pair * sum(range(1, tokens + 1))
-        return max(flops / a.flops_per_s, (weights + tokens * per_token) / a.bytes_per_s)
+        flops, nbytes = R.prefill_work(m, tokens)
+        return max(flops / a.flops_per_s, nbytes / a.bytes_per_s)
 
     assert r["parameters"] == R.parameters(m) == 335_594_496
     assert (r["weight_bytes"], r["kv_bytes_per_token"]) == (weights, per_token)

@@ -6,13 +6,10 @@ quotes for the simulated example, recomputed with torch, in test_simulated.py.""
 import pytest
 
 import decoder_reference as R
+from decoder_reference import CHIP_24GIB, PLAIN_335M
 import transformer_arithmetic as ta
 from transformer_arithmetic import masks, memory, timing
 
-PLAIN_335M = ta.ModelShape(layers=24, heads=16, head_dim=64, ffn_width=4096, vocab=32768, bytes_per_number=2,
-                           name="a plain 335M-parameter decoder")
-CHIP_24GIB = ta.Accelerator(flops_per_s=100e12, bytes_per_s=1e12, memory_bytes=24 * ta.GIB,
-                            name="a chip of 100 TFLOP/s, 1 TB/s and 24 GiB")
 M, A = PLAIN_335M, CHIP_24GIB
 
 
@@ -63,7 +60,6 @@ def test_each_conversations_wait_against_the_machines_time_per_token():
     assert round(per_token[-1] * 1e6) == 212 and round(floor * 1e6) == 201
     assert all(t > floor for t in per_token)  # approached from above, never reached
     for b, wait in zip(batches, waits):   # one step of b conversations, from a real decoder's sizes
-        flops = b * (R.matrix_flops_per_token(M) + 2 * R.norm_numbers(M) + 4 * R.query_channels(M) * 2048)
-        nbytes = R.weight_bytes(M) + b * 2048 * R.cache_bytes_per_token(M)
+        flops, nbytes = R.decode_work(M, 2048, b)
         assert wait == max(flops / A.flops_per_s, nbytes / A.bytes_per_s)
     assert floor == 2048 * R.cache_bytes_per_token(M) / A.bytes_per_s

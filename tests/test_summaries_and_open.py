@@ -4,13 +4,10 @@ import pytest
 import torch
 
 import decoder_reference as R
+from decoder_reference import CHIP_24GIB, PLAIN_335M
 import transformer_arithmetic as ta
 from transformer_arithmetic import summaries, timing
 
-PLAIN_335M = ta.ModelShape(layers=24, heads=16, head_dim=64, ffn_width=4096, vocab=32768, bytes_per_number=2,
-                           name="a plain 335M-parameter decoder")
-CHIP_24GIB = ta.Accelerator(flops_per_s=100e12, bytes_per_s=1e12, memory_bytes=24 * ta.GIB,
-                            name="a chip of 100 TFLOP/s, 1 TB/s and 24 GiB")
 M, A = PLAIN_335M, CHIP_24GIB
 
 
@@ -53,9 +50,7 @@ def test_prefill_limits_against_a_real_decoder():
     multiply-add per normalisation number), 4 operations per query channel per causal pair
     (counted one position at a time); the real weights read once, and the real cache written."""
     for tokens in (1, 512, 8192):
-        pairs = sum(range(1, tokens + 1))
-        flops = (R.matrix_flops_per_token(M) + 2 * R.norm_numbers(M)) * tokens + 4 * R.query_channels(M) * pairs
-        nbytes = R.weight_bytes(M) + tokens * R.cache_bytes_per_token(M)
+        flops, nbytes = R.prefill_work(M, tokens)
         arithmetic, reading = flops / A.flops_per_s, nbytes / A.bytes_per_s
         assert timing.prefill_limits(M, A, tokens) == (arithmetic, reading)
         assert timing.prefill_time(M, A, tokens) == max(arithmetic, reading)

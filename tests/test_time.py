@@ -7,13 +7,10 @@ import itertools
 import pytest
 
 import decoder_reference as R
+from decoder_reference import CHIP_24GIB, PLAIN_335M
 import transformer_arithmetic as ta
 from transformer_arithmetic import timing, work
 
-PLAIN_335M = ta.ModelShape(layers=24, heads=16, head_dim=64, ffn_width=4096, vocab=32768, bytes_per_number=2,
-                           name="a plain 335M-parameter decoder")
-CHIP_24GIB = ta.Accelerator(flops_per_s=100e12, bytes_per_s=1e12, memory_bytes=24 * ta.GIB,
-                            name="a chip of 100 TFLOP/s, 1 TB/s and 24 GiB")
 M, A = PLAIN_335M, CHIP_24GIB
 
 

@@ -7,35 +7,21 @@ import pytest
 
 import transformer_arithmetic as ta
 from checking import check
-from decoder_reference import cache_bytes_per_token, matrix_flops_per_token, norm_numbers, query_channels, weight_bytes
+from decoder_reference import decode_work, prefill_work
 
 NOTEBOOK = "training/06_context_window"
 M, A = ta.EXAMPLE_MODEL, ta.EXAMPLE_ACCELERATOR
 CTX = 2048
 
 
-def measured(m: ta.ModelShape) -> dict:
-    """Per-token operations through the matrices, weight bytes and cache bytes per token of a
-    real decoder of shape ``m``."""
-    return {"per_token": matrix_flops_per_token(m) + 2 * norm_numbers(m),  # a norm's scale: a multiply-add
-            "weights": weight_bytes(m),
-            "cache_per_token": cache_bytes_per_token(m),
-            "pair": 4 * query_channels(m)}   # a score and a weighted value per pair, in every layer
-
-
 def step(m, acc, context, batch=1):
-    """(operations, bytes, seconds) of one decode step."""
-    r = measured(m)
-    flops = batch * (r["per_token"] + r["pair"] * context)
-    nbytes = r["weights"] + batch * context * r["cache_per_token"]
+    """(operations, bytes, seconds) of one decode step of a real decoder of shape ``m``."""
+    flops, nbytes = decode_work(m, context, batch)
     return flops, nbytes, max(flops / acc.flops_per_s, nbytes / acc.bytes_per_s)
 
 
 def prefill_seconds(m, acc, tokens):
-    r = measured(m)
-    pairs = sum(range(1, tokens + 1))                  # position i attends to i positions
-    flops = r["per_token"] * tokens + r["pair"] * pairs
-    nbytes = r["weights"] + tokens * r["cache_per_token"]
+    flops, nbytes = prefill_work(m, tokens)
     return max(flops / acc.flops_per_s, nbytes / acc.bytes_per_s)
 
 
