@@ -158,17 +158,22 @@ def _worker_kernel() -> Kernel:
     return _KERNEL
 
 
+def close_kernel() -> None:
+    """Shut this process's kernel down, if it has one; the next notebook starts a fresh one."""
+    global _KERNEL
+    if _KERNEL is not None:
+        _KERNEL.close()
+        _KERNEL = None
+
+
 def execute(md: Path) -> tuple[str, float]:
     """Execute one notebook in this process's kernel and write its .ipynb; return its name and
     the seconds it took. After a failure the kernel is replaced, so the next notebook starts clean."""
-    global _KERNEL
     start = time.perf_counter()
     try:
         _worker_kernel().run(md)
     except BaseException:
-        if _KERNEL is not None:
-            _KERNEL.close()
-            _KERNEL = None
+        close_kernel()
         raise
     name = md.relative_to(ROOT) if md.is_relative_to(ROOT) else md
     return str(name), time.perf_counter() - start

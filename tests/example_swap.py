@@ -87,9 +87,7 @@ def run_variant(variant: str, out: Path) -> dict:
     finally:
         os.environ.clear()
         os.environ.update(saved)
-        if execute._KERNEL is not None:
-            execute._KERNEL.close()
-            execute._KERNEL = None
+        execute.close_kernel()
     return {"errors": errors, "fresh": fresh, "copies": copies}
 
 

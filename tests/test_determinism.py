@@ -32,9 +32,7 @@ def test_two_notebooks_in_one_kernel_reproduce_their_stored_files(tmp_path):
         for copy in copies:
             execute.execute(copy)
     finally:
-        if execute._KERNEL is not None:
-            execute._KERNEL.close()
-            execute._KERNEL = None
+        execute.close_kernel()
     for stem, copy in zip(PAIR, copies):
         assert copy.with_suffix(".ipynb").read_bytes() == stem.with_suffix(".ipynb").read_bytes(), (
             f"re-executing {stem.name} after another notebook in the same kernel changed its .ipynb: "

@@ -60,7 +60,9 @@ def test_tap_tree_refuses_levels_and_gaps_that_disagree():
 
 @pytest.mark.parametrize("words", simulated.TOY_SENTENCES)
 def test_toy_attention_matches_torch(words):
-    keys = torch.tensor(simulated.toy_keys(words))
+    # keys built here from the feature table, not by the library's toy_keys (which toy_attention uses)
+    keys = torch.tensor([[float(simulated.TOY_KEYS[w] == f) for f in simulated.TOY_FEATURES] for w in words],
+                        dtype=torch.float64)
     query = torch.tensor(simulated.TOY_QUERY, dtype=torch.float64)[None, :]
     values = torch.eye(len(words), dtype=torch.float64)         # row j picks out weight j
     weights = F.scaled_dot_product_attention(query[None], keys[None], values[None])[0, 0]

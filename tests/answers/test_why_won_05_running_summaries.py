@@ -7,11 +7,11 @@ import torch
 
 import transformer_arithmetic as ta
 from checking import check
-from decoder_reference import cache_bytes_per_token  # of a real decode loop
+from decoder_reference import DTYPES, cache_bytes_per_token  # of a real decode loop
 
 NOTEBOOK = "why_won/05_running_summaries"
 M = ta.EXAMPLE_MODEL
-DTYPE = torch.bfloat16 if M.bytes_per_number == 2 else torch.float32
+DTYPE = DTYPES[M.bytes_per_number]   # the torch format of the model's numbers
 
 
 def state_bytes(g) -> int:

@@ -7,12 +7,12 @@ import torch
 
 import transformer_arithmetic as ta
 from checking import check
-from decoder_reference import cache_bytes_per_token, parameters  # a real decode loop's cache; a real decoder's
+from decoder_reference import DTYPES, cache_bytes_per_token, parameters  # a real decode loop's cache; a real decoder's
 
 NOTEBOOK = "why_won/07_what_won"
 M, A = ta.EXAMPLE_MODEL, ta.EXAMPLE_ACCELERATOR
 PLAIN = dataclasses.replace(M, kv_heads=M.heads)       # one key-value head per query head
-DTYPE = torch.bfloat16 if M.bytes_per_number == 2 else torch.float32
+DTYPE = DTYPES[M.bytes_per_number]   # the torch format of the model's numbers
 
 
 def state_bytes_per_layer(state_size: int) -> int:
