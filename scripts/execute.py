@@ -42,16 +42,52 @@ if platform.machine().lower() in ("x86_64", "amd64"):
     # whose last bits differ from the baseline's; a log axis then moves a few pixels.
     PINNED_ENV["NPY_DISABLE_CPU_FEATURES"] = "X86_V3 X86_V4 AVX512_ICL AVX512_SPR"
 
+ARCH = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(),
+                                                    platform.machine().lower())
+"""This processor's architecture, as Linux names it."""
+
+CAPABILITIES: dict[str, list[str]] = {"x86_64": ["default", "avx2", "avx512"],
+                                      "aarch64": ["default", "sve256"]}
+"""PyTorch's vector-kernel levels (``ATEN_CPU_CAPABILITY``) on each architecture, narrowest
+first; a processor supports a prefix of its list."""
+
+ONEDNN_ISA: dict[str, dict[str, str]] = {
+    "x86_64": {"default": "SSE41", "avx2": "AVX2", "avx512": "AVX512_CORE"},
+    "aarch64": {"default": "ASIMD", "sve256": "SVE_256"},
+}
+"""oneDNN's highest instruction set (``ONEDNN_MAX_CPU_ISA``) that matches each PyTorch level.
+oneDNN picks its own code from the processor, and PyTorch asks it which paths exist: its
+bfloat16 attention packs matrices for AMX when oneDNN says AMX is there, then calls a packing
+kernel that PyTorch's narrowed build lacks. Held to the same level, the two agree."""
+
+MKL_ISA: dict[str, str] = {"default": "SSE4_2", "avx2": "AVX2", "avx512": "AVX512"}
+"""MKL's highest instruction set (``MKL_ENABLE_INSTRUCTIONS``) for each PyTorch level (x86)."""
+
+
+def narrowed_env(capability: str = "default") -> dict[str, str]:
+    """Settings that make this processor run as one with only ``capability``'s vector
+    instructions would: every layer that chooses code from the processor (PyTorch's own
+    kernels, oneDNN, MKL, numpy) held to that level together, on one thread."""
+    levels = CAPABILITIES.get(ARCH, ["default"])
+    if capability not in levels:
+        raise ValueError(f"capability must be one of {levels} on {ARCH}, got {capability!r}")
+    env = {**PINNED_ENV, "ATEN_CPU_CAPABILITY": capability, "OMP_NUM_THREADS": "1",
+           "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    if capability in ONEDNN_ISA.get(ARCH, {}):
+        env["ONEDNN_MAX_CPU_ISA"] = ONEDNN_ISA[ARCH][capability]
+    if ARCH == "x86_64":
+        env["MKL_ENABLE_INSTRUCTIONS"] = MKL_ISA[capability]
+    return env
+
+
 NARROWED_ENV: dict[str, str] = {
-    **PINNED_ENV,
-    "ATEN_CPU_CAPABILITY": "default",  # PyTorch without its AVX2 / AVX-512 kernels
-    "OMP_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-    "OPENBLAS_NUM_THREADS": "1",
+    **narrowed_env("default"),
     "BOOK_TIMING_REPEATS": "1",        # the measured page, whose outputs are not compared, runs once
 }
-"""How the tests run the book: as a narrower processor would, one thread, to show that no
-stored output depends on the processor's vector instructions or on thread timing."""
+"""How nbval's kernels run the book: as the narrowest processor would, one thread, to show
+that no stored output depends on the processor's vector instructions or on thread timing.
+Only the kernels that execute notebooks get it; the tests' own process runs PyTorch as any
+user's does (nothing it computes is stored)."""
 
 RESET = """\
 import os as _os, matplotlib as _mpl, matplotlib.pyplot as _plt
@@ -100,12 +136,15 @@ def reset(kc, folder: Path | str) -> None:
 class Kernel:
     """One kernel that runs notebook after notebook, reset in between."""
 
-    def __init__(self, attempts: int = 3) -> None:
+    def __init__(self, env: dict[str, str] | None = None, attempts: int = 3) -> None:
+        """A kernel whose environment is this process's with ``env`` (``PINNED_ENV`` unless
+        given) on top."""
         from jupyter_client.manager import KernelManager
 
+        env = {**os.environ, **(PINNED_ENV if env is None else env)}
         for attempt in range(attempts):   # a kernel that never answers is replaced, not waited on
             self.km = KernelManager(kernel_name="python3")
-            self.km.start_kernel(extra_arguments=["--log-level=CRITICAL"])
+            self.km.start_kernel(extra_arguments=["--log-level=CRITICAL"], env=env)
             self.kc = self.km.client()
             self.kc.start_channels()
             try:
@@ -191,7 +230,6 @@ def run_all(todo: list[Path], workers: int | None = None) -> list[tuple[str, flo
 
 def main(argv: list[str]) -> int:
     todo = [MEASURED] if argv == ["--measured"] else notebooks(argv)
-    os.environ.update(PINNED_ENV)
     start = time.perf_counter()
     for name, seconds in run_all(todo):
         print(f"{seconds:6.1f} s  {name}")

@@ -73,8 +73,6 @@ def run_variant(variant: str, out: Path) -> dict:
     copies = swap_example.prepare(variant, out, names)
     saved = dict(os.environ)
     os.environ["PYTHONPATH"] = str(out / "lib")
-    # PyTorch's full kernels (the narrowed processor is nbval's check, not this one's): faster
-    os.environ.pop("ATEN_CPU_CAPABILITY", None)
     errors, fresh = {}, {}
     try:
         for md in copies:

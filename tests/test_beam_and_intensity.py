@@ -15,6 +15,8 @@ from decoder_reference import CHIP_24GIB, PLAIN_335M
 import transformer_arithmetic as ta
 from transformer_arithmetic import sampling, simulated, timing
 
+pytestmark = pytest.mark.torch_kernels
+
 M, A = PLAIN_335M, CHIP_24GIB
 SEED = 20240611
 

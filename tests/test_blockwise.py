@@ -8,6 +8,8 @@ from torch.nn import functional as F
 
 from transformer_arithmetic import blockwise, masks
 
+pytestmark = pytest.mark.torch_kernels
+
 
 def torch_attention(q, k, v, mask):
     """PyTorch's scaled dot-product attention of one head, in float64."""

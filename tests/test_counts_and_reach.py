@@ -8,6 +8,8 @@ import transformer_arithmetic as ta
 from transformer_arithmetic import convolution, figures, masks, memory, objective, prose, summaries
 from transformer_arithmetic.reference_model import Attention, Block, FeedForward
 
+pytestmark = pytest.mark.torch_kernels
+
 
 def conv_reach(kernel: int, layers: int, dilated: bool) -> int:
     """Positions a stack of real torch convolutions mixes into one output (an impulse's spread)."""

@@ -16,6 +16,8 @@ import transformer_arithmetic as ta
 from transformer_arithmetic import designs, masks, memory, summaries, timing
 from transformer_arithmetic.hf_config import shape_from_config
 
+pytestmark = pytest.mark.torch_kernels
+
 M, A = PLAIN_335M, CHIP_24GIB
 
 

@@ -8,7 +8,9 @@ the rest of the book.)
 
 nbval keeps one kernel per worker too (``conftest.py``), with the same reset between
 notebooks: a second test shows that what is imported stays and what a notebook defined does
-not, and that each notebook runs in its own folder.
+not, that each notebook runs in its own folder, and that nbval's kernels run narrowed
+(``NARROWED_ENV``), which is what makes nbval's pass a proof that no stored output depends on
+the processor.
 """
 import shutil
 import subprocess
@@ -43,11 +45,14 @@ def test_two_notebooks_in_one_kernel_reproduce_their_stored_files(tmp_path):
 def test_nbval_keeps_the_kernel_but_not_the_names(tmp_path):
     import nbformat
 
+    narrowed = sorted(execute.NARROWED_ENV.items())
     cells = {   # notebook: (its one cell, the output stored for it)
         "a.ipynb": ("import numpy\nx = 41\nprint(x + 1)", "42\n"),
         "b.ipynb": ("import sys\nprint('numpy' in sys.modules)", "True\n"),   # the kernel was kept
         "c.ipynb": ("print(x)", "41\n"),                                       # x must be gone
         "sub/d.ipynb": ("import os\nprint(os.path.basename(os.getcwd()))", "sub\n"),
+        "e.ipynb": (f"import os\nprint(sorted((k, os.environ.get(k)) for k in {[k for k, _ in narrowed]}))",
+                    f"{narrowed}\n"),                                       # nbval's kernels are narrowed
     }
     for name, (source, output) in cells.items():
         nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "language": "python",
@@ -61,6 +66,7 @@ def test_nbval_keeps_the_kernel_but_not_the_names(tmp_path):
                           "--nbval", "-rA", str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
     summary = [line for line in run.stdout.splitlines() if line.startswith(("PASSED ", "FAILED "))]
     outcome = {name: next((line.split()[0] for line in summary if f"/{name}::Cell 0" in line), "?") for name in cells}
-    assert outcome == {"a.ipynb": "PASSED", "b.ipynb": "PASSED", "c.ipynb": "FAILED", "sub/d.ipynb": "PASSED"}, \
+    assert outcome == {"a.ipynb": "PASSED", "b.ipynb": "PASSED", "c.ipynb": "FAILED", "sub/d.ipynb": "PASSED",
+                       "e.ipynb": "PASSED"}, \
         run.stdout[-3000:]
     assert "NameError" in run.stdout

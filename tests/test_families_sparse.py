@@ -9,6 +9,8 @@ from transformer_arithmetic import memory
 from transformer_arithmetic.hf_config import shape_from_config
 from transformer_arithmetic.layout import Experts, LatentAttention, Mamba, Mamba2
 
+pytestmark = pytest.mark.meta_device
+
 SPARSE = ["mixtral-8x7b", "qwen1.5-moe-a2.7b", "qwen3-30b-a3b", "deepseek-v2-lite", "deepseek-v3",
           "jamba-v0.1", "bamba-9b", "mamba-2.8b"]
 

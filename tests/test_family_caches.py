@@ -10,6 +10,8 @@ from hf_reference import TINY, build, load_modelling_code, parameter_count, quie
 from transformer_arithmetic import memory
 from transformer_arithmetic.hf_config import shape_from_config
 
+pytestmark = pytest.mark.torch_kernels
+
 PROMPT = 8
 """Tokens in the prompt: more than any tiny window (5 positions, so 4 kept tokens)."""
 

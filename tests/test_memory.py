@@ -10,6 +10,8 @@ import transformer_arithmetic as ta
 from transformer_arithmetic import memory
 from transformer_arithmetic.reference_model import Decoder, cache_bytes
 
+pytestmark = pytest.mark.torch_kernels
+
 M, A = PLAIN_335M, CHIP_24GIB
 
 

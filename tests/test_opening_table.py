@@ -9,6 +9,8 @@ import transformer_arithmetic as ta
 from transformer_arithmetic.prose import opening_table
 from transformer_arithmetic.reference_model import Decoder
 
+pytestmark = pytest.mark.torch_kernels
+
 GROUPED_DISTINCT = ta.ModelShape(layers=6, heads=12, kv_heads=4, head_dim=40, width=456, ffn_width=1234, vocab=5000,
                                  bytes_per_number=4, name="a grouped decoder whose sizes all differ")
 CHIP_48GIB = ta.Accelerator(flops_per_s=150e12, bytes_per_s=2.5e12, memory_bytes=48 * ta.GIB,

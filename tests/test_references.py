@@ -12,6 +12,8 @@ from torch.nn import functional as F
 
 from transformer_arithmetic import masks, objective, sampling
 
+pytestmark = pytest.mark.torch_kernels
+
 logit_rows = st.lists(st.floats(-20, 20, allow_nan=False), min_size=1, max_size=40)
 temperatures = st.floats(0.05, 20)
 top_ps = st.floats(1e-6, 1.0)

@@ -18,6 +18,8 @@ from transformer_arithmetic.__main__ import main
 from transformer_arithmetic.hf_config import example_config_path, example_configs, read_config, shape_from_config
 from transformer_arithmetic.report import format_report, parse_accelerator, report
 
+pytestmark = pytest.mark.torch_kernels
+
 LLAMA_LIKE = {
     "model_type": "llama", "num_hidden_layers": 3, "num_attention_heads": 8, "num_key_value_heads": 2,
     "hidden_size": 256, "intermediate_size": 688, "vocab_size": 1000, "hidden_act": "silu",

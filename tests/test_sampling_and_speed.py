@@ -10,6 +10,8 @@ from decoder_reference import CHIP_24GIB, PLAIN_335M
 import transformer_arithmetic as ta
 from transformer_arithmetic import masks, memory, timing
 
+pytestmark = pytest.mark.torch_kernels
+
 M, A = PLAIN_335M, CHIP_24GIB
 
 

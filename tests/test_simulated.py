@@ -14,6 +14,8 @@ import torch.nn.functional as F
 
 from transformer_arithmetic import simulated as sim
 
+pytestmark = pytest.mark.torch_kernels
+
 W = {w: i for i, w in enumerate(sim.VOCAB)}
 
 

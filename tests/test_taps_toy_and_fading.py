@@ -10,6 +10,8 @@ from torch.nn import functional as F
 
 from transformer_arithmetic import convolution, figures, simulated, summaries
 
+pytestmark = pytest.mark.torch_kernels
+
 
 def torch_taps(kernel: int, layers: int, dilated: bool) -> list[list[int]]:
     """Distances back, at every level, of the positions whose values reach the last output of a

@@ -11,6 +11,8 @@ from decoder_reference import CHIP_24GIB, PLAIN_335M
 import transformer_arithmetic as ta
 from transformer_arithmetic import timing, work
 
+pytestmark = pytest.mark.torch_kernels
+
 M, A = PLAIN_335M, CHIP_24GIB
 
 

@@ -9,6 +9,8 @@ import transformer_arithmetic as ta
 from checking import check
 from transformer_arithmetic import simulated
 
+pytestmark = pytest.mark.torch_kernels
+
 NOTEBOOK = "training/01_next_token_prediction"
 
 

@@ -7,6 +7,8 @@ import torch
 from checking import check
 from transformer_arithmetic import simulated
 
+pytestmark = pytest.mark.torch_kernels
+
 NOTEBOOK = "training/05_choosing_the_next_token"
 VOCAB = simulated.VOCAB
 ROW4 = torch.tensor(simulated.LOGITS[3], dtype=torch.float64)

@@ -9,6 +9,8 @@ import transformer_arithmetic as ta
 from checking import check
 from decoder_reference import decode_work, prefill_work
 
+pytestmark = pytest.mark.torch_kernels
+
 NOTEBOOK = "training/06_context_window"
 M, A = ta.EXAMPLE_MODEL, ta.EXAMPLE_ACCELERATOR
 CTX = 2048

@@ -11,6 +11,8 @@ from checking import check
 from decoder_reference import cache_bytes_after as real_cache_bytes  # a real decode loop's cache
 from transformer_arithmetic.simulated import LOGITS
 
+pytestmark = pytest.mark.torch_kernels
+
 NOTEBOOK = "training/08_in_python"
 
 

@@ -6,6 +6,8 @@ from torch.nn import functional as F
 from checking import check
 from transformer_arithmetic import simulated
 
+pytestmark = pytest.mark.torch_kernels
+
 NOTEBOOK = "why_won/01_convolutions"
 
 

@@ -7,6 +7,8 @@ import transformer_arithmetic as ta
 from checking import check
 from decoder_reference import cache_bytes_per_token, parameters
 
+pytestmark = pytest.mark.torch_kernels
+
 NOTEBOOK = "why_won/02_recurrent_networks"
 
 

@@ -9,6 +9,8 @@ import transformer_arithmetic as ta
 from checking import check
 from decoder_reference import DTYPES, cache_bytes_per_token  # of a real decode loop
 
+pytestmark = pytest.mark.torch_kernels
+
 NOTEBOOK = "why_won/05_running_summaries"
 M = ta.EXAMPLE_MODEL
 DTYPE = DTYPES[M.bytes_per_number]   # the torch format of the model's numbers

@@ -9,6 +9,8 @@ import transformer_arithmetic as ta
 from checking import check
 from decoder_reference import DTYPES, cache_bytes_per_token, parameters  # a real decode loop's cache; a real decoder's
 
+pytestmark = pytest.mark.torch_kernels
+
 NOTEBOOK = "why_won/07_what_won"
 M, A = ta.EXAMPLE_MODEL, ta.EXAMPLE_ACCELERATOR
 PLAIN = dataclasses.replace(M, kv_heads=M.heads)       # one key-value head per query head
