@@ -61,7 +61,7 @@ test: setup tools
 ## importing torch, hypothesis and matplotlib). Left out, and run by make test: the notebooks
 ## under nbval, the answer and prose checks that read them, the families against transformers,
 ## the site, PDF, JupyterLab, example-swap and determinism tests. A new test file joins check.
-CHECK_SKIPS := test_site test_pdf test_lab test_determinism test_families test_families_sparse \
+CHECK_SKIPS := test_site test_pdf test_processor_paths test_lab test_determinism test_families test_families_sparse \
   test_family_caches test_pairs_in_sync test_notebook_style test_prose_numbers test_exercises
 check: setup
 	$(PY) -m pytest -q -p no:xdist -p no:nbval tests --ignore=tests/answers \
