@@ -36,7 +36,7 @@ book: setup
 ## pdf: the whole book as one PDF in book/_build/pdf/ (single-page build printed by headless
 ## Chromium), then the site, whose header offers it
 pdf: setup tools
-	$(PY) scripts/pdf.py
+	$(PY) -m book_machinery.pdf
 
 # What the browser checks and printing need from Debian: Chromium, poppler-utils (pdfinfo),
 # qpdf, the Liberation fonts. Installed when missing and run as root; otherwise one line says
@@ -57,27 +57,25 @@ tools:
 test: setup tools
 	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder --nbval book/chapters tests
 
-## check: the library's tests alone, for the author's inner loop (about 15 s: most of it is
-## importing torch, hypothesis and matplotlib). Left out, and run by make test: the notebooks
-## under nbval, the answer and prose checks that read them, the families against transformers,
-## the site, PDF, JupyterLab, example-swap and determinism tests. A new test file joins check.
-CHECK_SKIPS := test_site test_pdf test_processor_paths test_lab test_determinism test_families test_families_sparse \
-  test_family_caches test_pairs_in_sync test_notebook_style test_prose_numbers test_exercises
+## check: the library's tests alone, for the author's inner loop (well under 20 s: most of it
+## is importing torch, hypothesis and matplotlib): every test without one of the group
+## markers (notebooks, site, pdf, transformers, slow; pyproject.toml lists them). A new test
+## file joins check unless it says it belongs to a group.
 check: setup
-	$(PY) -m pytest -q -p no:xdist -p no:nbval tests --ignore=tests/answers \
-	  $(foreach f,$(CHECK_SKIPS),--ignore=tests/$(f).py) --ignore-glob='tests/test_swap_*.py'
+	$(PY) -m pytest -q -p no:xdist -p no:nbval -m "$(CHECK_GROUPS)" tests
+CHECK_GROUPS := not (notebooks or site or pdf or transformers or slow)
 
 ## execute: re-run every notebook from its .md and store the outputs in its .ipynb
 execute: $(STAMP)
-	$(PY) scripts/execute.py
+	$(PY) -m book_machinery.execute
 
 ## measure: re-run the appendix page that times this computer (alone, on a quiet machine)
 measure: $(STAMP)
-	$(PY) scripts/execute.py --measured
+	$(PY) -m book_machinery.execute --measured
 
 ## bench: the loops' speed on this machine, as multiples of its floor (takes a few minutes)
 bench: setup tools
-	$(PY) scripts/bench.py
+	$(PY) -m book_machinery.bench
 
 ## lab: JupyterLab with jupytext, so a paired .md opens as a notebook with its outputs
 lab: $(STAMP)

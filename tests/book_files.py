@@ -6,7 +6,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-from execute import is_notebook_text  # scripts/ is on the path (conftest.py)
+from book_machinery.execute import is_notebook_text
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"

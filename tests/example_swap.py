@@ -1,12 +1,11 @@
 """One place defines the example: change it there, re-execute, and every page follows.
 
-(The checks live here; each ``test_swap_<variant>.py`` runs them for one variant, so that
-``pytest -n 2 --dist loadfile`` can hand the variants to different workers.)
+(The checks live here; each ``test_swap_<variant>.py`` names its variant and imports them, so
+that ``pytest -n 2 --dist loadfile`` can hand the variants to different workers.)
 
-For each variant in ``scripts/swap_example.py`` (other head counts and widths, other number
-sizes, another accelerator), the library is copied with ``EXAMPLE_MODEL`` and
-``EXAMPLE_ACCELERATOR`` replaced, every notebook (but the measured page) is re-executed
-against the copy in one reused kernel, and then:
+For each variant in ``book_machinery.swap`` (other head counts and widths, other number
+sizes, another accelerator), every notebook (but the measured page) is re-executed in one
+reused kernel whose example model and accelerator are the variant's, and then:
 
 - every notebook runs to the end (a figure whose labels leave their axes stops ``show``);
 - every notebook glues the same names as before;
@@ -18,7 +17,6 @@ against the copy in one reused kernel, and then:
 """
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -29,24 +27,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
-import transformer_arithmetic as ta
-from book_files import BOOK, CHAPTERS, ROOT, glued, glued_comparisons, stored
+from book_files import BOOK, glued, glued_comparisons, stored
+from book_machinery import execute, swap
+from book_machinery.prose import plain
 from transformer_arithmetic import memory
-from transformer_arithmetic.prose import opening_table, plain, size_text
-
-sys.path.insert(0, str(ROOT / "scripts"))
-import execute  # noqa: E402
-import swap_example  # noqa: E402
-
-VARIANTS = list(swap_example.VARIANTS)
-
-
-def example_of(variant: str) -> tuple[ta.ModelShape, ta.Accelerator]:
-    """The variant's example model and accelerator, built here from the same text."""
-    names = {"ModelShape": ta.ModelShape, "Accelerator": ta.Accelerator, "GIB": ta.GIB}
-    exec(swap_example.VARIANTS[variant], names)
-    return names["EXAMPLE_MODEL"], names["EXAMPLE_ACCELERATOR"]
-
+from transformer_arithmetic.shapes import opening_table
+from transformer_arithmetic.units import size_text
 
 OPENING = {key: (lambda key: lambda m, a: opening_table(m, a)[key])(key)
            for key in ("layers", "heads", "kv_heads", "head_dim", "width", "ffn_width", "vocab",
@@ -68,41 +54,30 @@ FOLLOWS = {
 
 
 def run_variant(variant: str, out: Path) -> dict:
-    """Execute every notebook against the variant in one kernel; collect outputs and errors."""
-    names = [p for p in execute.notebooks([])]
-    copies = swap_example.prepare(variant, out, names)
-    saved = dict(os.environ)
-    os.environ["PYTHONPATH"] = str(out / "lib")
+    """Execute every notebook with the variant in one kernel; collect outputs and errors."""
+    copies = swap.prepare(variant, out, execute.notebooks([]))
     errors, fresh = {}, {}
     try:
         for md in copies:
             name = str(md.relative_to(out / "book" / "chapters").with_suffix(""))
             try:
-                execute.execute(md)
+                execute.execute(md, setup=swap.setup_code(variant))
                 fresh[name] = nbformat.read(md.with_suffix(".ipynb"), as_version=4)
             except Exception:
                 errors[name] = re.sub(r"\x1b\[[0-9;]*m", "", traceback.format_exc())[-2500:]
     finally:
-        os.environ.clear()
-        os.environ.update(saved)
         execute.close_kernel()
     return {"errors": errors, "fresh": fresh, "copies": copies}
 
 
-def make_tests(name: str, build: bool = False) -> dict:
-    """The fixture and the tests below, bound to the variant ``name``, for a test module's globals
-    (the site build, the slowest check, only where ``build`` is true)."""
-
-    @pytest.fixture(scope="module")
-    def variant(tmp_path_factory):
-        out = tmp_path_factory.mktemp(f"swap-{name}")
-        result = run_variant(name, out)
-        result.update(name=name, out=out)
-        return result
-
-    tests = {k: v for k, v in globals().items() if k.startswith("test_")
-             and (build or k != "test_the_book_builds_with_the_new_outputs")}
-    return {"variant": variant, **tests}
+@pytest.fixture(scope="module")
+def variant(request, tmp_path_factory):
+    """The variant the test module names (``VARIANT``), executed once for the module."""
+    name = request.module.VARIANT
+    out = tmp_path_factory.mktemp(f"swap-{name}")
+    result = run_variant(name, out)
+    result.update(name=name, out=out)
+    return result
 
 
 def test_every_notebook_runs_with_the_new_example(variant):
@@ -128,14 +103,15 @@ def test_comparison_words_agree_with_their_numbers(variant):
 
 
 def test_numbers_follow_the_library(variant):
-    model, acc = example_of(variant["name"])
+    model, acc = swap.example_of(variant["name"])
     for name, checks in FOLLOWS.items():
         values = glued(variant["fresh"][name])
         for key, formula in checks.items():
             assert values[key] == plain(formula(model, acc)), f"{variant['name']} {name}: {key}"
 
 
-def test_the_book_builds_with_the_new_outputs(variant, tmp_path):
+def check_the_book_builds_with_the_new_outputs(variant, tmp_path):
+    """The site builds from the variant's outputs with warnings as errors (one variant runs it)."""
     if variant["errors"]:
         pytest.fail(f"{variant['name']}: not built, {len(variant['errors'])} notebooks did not run (see above)")
     site = tmp_path / "book"

@@ -13,7 +13,7 @@ import torch
 import decoder_reference as R
 from decoder_reference import CHIP_24GIB, PLAIN_335M
 import transformer_arithmetic as ta
-from transformer_arithmetic import sampling, simulated, timing
+from transformer_arithmetic import intensity, sampling, simulated, timing
 
 pytestmark = pytest.mark.torch_kernels
 
@@ -146,26 +146,26 @@ SHAPES = [M, dataclasses.replace(M, kv_heads=4), ta.ModelShape(layers=3, heads=4
 @pytest.mark.parametrize("context, batch", [(0, 1), (2048, 1), (2048, 64), (100, 7)])
 def test_decode_intensity_against_a_real_decoder(m, context, batch):
     flops, nbytes = R.decode_work(m, context, batch)
-    assert math.isclose(timing.decode_intensity(m, context, batch), flops / nbytes, rel_tol=1e-12)
+    assert math.isclose(intensity.decode_intensity(m, context, batch), flops / nbytes, rel_tol=1e-12)
 
 
 @pytest.mark.parametrize("m", SHAPES, ids=["plain", "grouped", "tiny-mqa"])
 def test_prefill_intensity_against_a_real_decoder(m):
     for tokens in (1, 50, 2048, 8192):
         flops, nbytes = R.prefill_work(m, tokens)
-        assert math.isclose(timing.prefill_intensity(m, tokens), flops / nbytes, rel_tol=1e-12)
+        assert math.isclose(intensity.prefill_intensity(m, tokens), flops / nbytes, rel_tol=1e-12)
 
 
 def test_intensity_facts_of_a_plain_two_byte_model():
-    assert timing.ridge_intensity(A) == 100.0
+    assert intensity.ridge_intensity(A) == 100.0
     for context in (0, 512, 2048, 8192):   # two-byte numbers, one key-value head per query head
-        assert timing.decode_intensity(M, context) == 1.0
-    assert timing.decode_intensity(M, 0, 64) == 64.0
+        assert intensity.decode_intensity(M, context) == 1.0
+    assert intensity.decode_intensity(M, 0, 64) == 64.0
 
 
 @pytest.mark.parametrize("context, batch", [(0, 1), (0, 300), (2048, 1), (2048, 64), (8192, 16)])
 def test_the_roofline_gives_the_step_time(context, batch):
-    rate = timing.attainable_flops(A, timing.decode_intensity(M, context, batch))
+    rate = intensity.attainable_flops(A, intensity.decode_intensity(M, context, batch))
     work, nbytes = R.decode_work(M, context, batch)
     step = max(work / A.flops_per_s, nbytes / A.bytes_per_s)
     assert math.isclose(work / rate, step, rel_tol=1e-12)
@@ -189,14 +189,14 @@ FAST = ta.Accelerator(flops_per_s=400e12, bytes_per_s=3.35e12, memory_bytes=80 *
 @pytest.mark.parametrize("m", SHAPES, ids=["plain", "grouped", "tiny-mqa"])
 @pytest.mark.parametrize("context", [0, 1, 16, 64])
 def test_arithmetic_bound_batch_against_trying_every_batch(acc, m, context):
-    assert timing.arithmetic_bound_batch(m, acc, context) == first_bound_batch(m, acc, context)
+    assert intensity.arithmetic_bound_batch(m, acc, context) == first_bound_batch(m, acc, context)
 
 
 def test_no_batch_is_arithmetic_bound_when_each_cache_brings_too_little_work():
-    assert timing.arithmetic_bound_batch(M, A, 2048) is None
+    assert intensity.arithmetic_bound_batch(M, A, 2048) is None
     assert first_bound_batch(M, A, 2048, limit=20000) is None
     # the intensity levels off below the ridge as the batch grows
-    assert timing.decode_intensity(M, 2048, 10**9) < timing.ridge_intensity(A)
+    assert intensity.decode_intensity(M, 2048, 10**9) < intensity.ridge_intensity(A)
 
 
 @pytest.mark.parametrize("acc", [A, FAST], ids=["chip-24gib", "fast"])
@@ -207,16 +207,16 @@ def test_arithmetic_bound_prompt_against_trying_every_length(acc, m):
         return flops / acc.flops_per_s >= nbytes / acc.bytes_per_s
 
     first = next(n for n in range(1, 100000) if bound(n))
-    assert timing.arithmetic_bound_prompt(m, acc) == first
+    assert intensity.arithmetic_bound_prompt(m, acc) == first
 
 
 @pytest.mark.parametrize(
     "call, words",
     [
-        (lambda: timing.decode_intensity(M, 10, batch=0), "batch must be at least 1, got 0"),
-        (lambda: timing.decode_intensity(M, -1), "context must be at least 0, got -1"),
-        (lambda: timing.prefill_intensity(M, 0), "tokens must be at least 1, got 0"),
-        (lambda: timing.attainable_flops(A, 0), "intensity must be positive"),
+        (lambda: intensity.decode_intensity(M, 10, batch=0), "batch must be at least 1, got 0"),
+        (lambda: intensity.decode_intensity(M, -1), "context must be at least 0, got -1"),
+        (lambda: intensity.prefill_intensity(M, 0), "tokens must be at least 1, got 0"),
+        (lambda: intensity.attainable_flops(A, 0), "intensity must be positive"),
     ],
 )
 def test_intensity_bad_inputs(call, words):
@@ -244,7 +244,7 @@ def test_top_k_keep_matches_torch_topk():
 @pytest.mark.parametrize("m", SHAPES, ids=["plain", "grouped", "tiny-mqa"])
 def test_cache_intensity_against_a_real_cache(m):
     pair_work = 4 * R.query_channels(m)     # a new query meets one cached key and value in every layer
-    assert math.isclose(timing.cache_intensity(m), pair_work / R.cache_bytes_per_token(m), rel_tol=1e-12)
+    assert math.isclose(intensity.cache_intensity(m), pair_work / R.cache_bytes_per_token(m), rel_tol=1e-12)
     # the limit of a decode step's intensity, as the batch grows, is set by the cache
     flops, nbytes = R.decode_work(m, 512, 1)
-    assert math.isclose(timing.decode_intensity(m, 512, 10**9), flops / (nbytes - R.weight_bytes(m)), rel_tol=1e-6)
+    assert math.isclose(intensity.decode_intensity(m, 512, 10**9), flops / (nbytes - R.weight_bytes(m)), rel_tol=1e-6)

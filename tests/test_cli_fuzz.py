@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from transformer_arithmetic.__main__ import main
-from transformer_arithmetic.families import STRUCTURE_FIELDS
+from transformer_calculator.cli import main
+from transformer_calculator.families import STRUCTURE_FIELDS
 
 BASES = {
     "llama": {"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,

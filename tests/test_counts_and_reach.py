@@ -5,7 +5,8 @@ import torch
 from torch.nn import functional as F
 
 import transformer_arithmetic as ta
-from transformer_arithmetic import convolution, figures, masks, memory, objective, prose, summaries
+from book_machinery import figures, prose
+from transformer_arithmetic import convolution, masks, memory, objective, summaries, units
 from transformer_arithmetic.reference_model import Attention, Block, FeedForward
 
 pytestmark = pytest.mark.torch_kernels
@@ -80,7 +81,9 @@ def test_part_counts_match_torch_modules():
         assert memory.ffn_params(shape) == sum(p.numel() for p in ffn.parameters())
         with torch.device("meta"):
             block = Block(shape)
-        assert memory.layer_params(shape) == sum(p.numel() for p in block.parameters())
+        norms = 2 * shape.norm_numbers * shape.width
+        block_params = memory.attention_params(shape) + memory.ffn_params(shape) + norms
+        assert block_params == sum(p.numel() for p in block.parameters())
 
 
 def test_shifted_rows_match_tensor_slicing():
@@ -134,7 +137,7 @@ def test_prose_values_are_plain_python():
 
 
 def test_size_text_picks_a_readable_unit():
-    assert [prose.size_text(b) for b in (512, 1536, 48 * 2**20, 0.75 * 2**30, 12 * 2**30)] == [
+    assert [units.size_text(b) for b in (512, 1536, 48 * 2**20, 0.75 * 2**30, 12 * 2**30)] == [
         "512 bytes", "1.5 KiB", "48 MiB", "768 MiB", "12 GiB"]
     with pytest.raises(ValueError, match="nbytes must not be negative, got -1"):
-        prose.size_text(-1)
+        units.size_text(-1)

@@ -18,8 +18,10 @@ import sys
 
 from book_files import CHAPTERS, ROOT
 
-sys.path.insert(0, str(ROOT / "scripts"))
-import execute  # noqa: E402
+from book_machinery import execute, processor
+import pytest
+
+pytestmark = pytest.mark.notebooks
 
 PAIR = [CHAPTERS / "training" / "05_choosing_the_next_token", CHAPTERS / "training" / "08_in_python"]
 
@@ -45,7 +47,7 @@ def test_two_notebooks_in_one_kernel_reproduce_their_stored_files(tmp_path):
 def test_nbval_keeps_the_kernel_but_not_the_names(tmp_path):
     import nbformat
 
-    narrowed = sorted(execute.NARROWED_ENV.items())
+    narrowed = sorted(processor.NARROWED_ENV.items())
     cells = {   # notebook: (its one cell, the output stored for it)
         "a.ipynb": ("import numpy\nx = 41\nprint(x + 1)", "42\n"),
         "b.ipynb": ("import sys\nprint('numpy' in sys.modules)", "True\n"),   # the kernel was kept

@@ -14,6 +14,8 @@ import pytest
 
 from book_files import ROOT, glued, section_notebooks, stored
 
+pytestmark = pytest.mark.notebooks
+
 ANSWERS = ROOT / "tests" / "answers"
 
 
@@ -23,9 +25,6 @@ def name(md):
 
 def all_checks() -> dict[str, set[str]]:
     """{notebook name: the answer keys its tests/answers module checks}."""
-    import sys
-
-    sys.path.insert(0, str(ANSWERS))
     found = {}
     for path in sorted(ANSWERS.glob("test_*.py")):
         spec = importlib.util.spec_from_file_location(path.stem, path)

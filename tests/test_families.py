@@ -7,10 +7,11 @@ import pytest
 
 from hf_reference import (CONFIGS, build, cache_layer_kinds, load_modelling_code, parameter_count, published,
                           quiet, tiny, weight_bytes)
-from transformer_arithmetic import memory
-from transformer_arithmetic.hf_config import example_configs, read_config, shape_from_config
+from transformer_calculator import costs
+from transformer_calculator.mixers import MixerKind
+from transformer_calculator.config import example_configs, read_config, model_from_config
 
-pytestmark = pytest.mark.meta_device
+pytestmark = [pytest.mark.meta_device, pytest.mark.transformers]
 
 DENSE = ["llama-2-7b", "llama-3-8b", "mistral-7b-v0.1", "qwen2.5-7b", "qwen3-8b", "gemma-2b", "gemma-2-9b",
          "gemma-3-1b", "phi-2", "phi-3-mini-4k", "gpt2", "gpt-j-6b", "pythia-1.4b", "falcon-7b", "falcon-40b",
@@ -25,17 +26,18 @@ def _quiet():
 
 
 def check_against_transformers(cfg: dict, name: str) -> None:
-    shape, _ = shape_from_config(cfg, name)
+    shape, _ = model_from_config(cfg, name)
     model = build(cfg)
-    assert memory.parameter_count(shape) == parameter_count(model)
-    assert memory.weight_bytes(shape) == weight_bytes(model)
+    assert costs.parameters(shape) == parameter_count(model)
+    assert costs.weight_bytes(shape) == weight_bytes(model)
     for block, (kind, window) in zip(shape.layout.blocks, cache_layer_kinds(cfg), strict=True):
         if kind == "sliding_attention":  # transformers' DynamicSlidingWindowLayer keeps window - 1 tokens
-            assert block.kept == window - 1
+            assert block.windowed and block.mixer.cache_cap == window - 1
         elif kind == "linear_attention":  # a running summary: no keys and values
-            assert block.kept is None and block.mixer.cache_numbers == 0
+            assert block.mixer.kind is MixerKind.RUNNING_SUMMARY and block.mixer.cache_numbers == 0
         else:
-            assert (kind, block.kept) == ("full_attention", None) and block.mixer.cache_numbers > 0
+            assert kind == "full_attention" and block.mixer.cache_cap is None
+            assert block.mixer.cache_numbers > 0
 
 
 @pytest.mark.parametrize("name", DENSE)
@@ -92,8 +94,8 @@ def test_family_switches_match_transformers(name, changes):
 def test_a_field_left_out_takes_the_family_default():
     """A hand-written Llama-2 file without tie_word_embeddings: Llama's default is a separate head."""
     cfg = {k: v for k, v in published("llama-2-7b").items() if k != "tie_word_embeddings"}
-    shape, notes = shape_from_config(cfg)
-    assert memory.parameter_count(shape) == parameter_count(build(cfg)) == 6_738_415_616
+    shape, notes = model_from_config(cfg)
+    assert costs.parameters(shape) == parameter_count(build(cfg)) == 6_738_415_616
     assert any("tie_word_embeddings not given: using false" in n for n in notes)
 
 
@@ -102,6 +104,6 @@ def test_the_closing_claims_of_the_issue():
     star, _ = read_config(CONFIGS / "starcoder.json")
     falcon, _ = read_config(CONFIGS / "falcon-7b.json")
     falcon40, notes = read_config(CONFIGS / "falcon-40b.json")
-    assert (star.kv_heads, falcon.kv_heads, falcon40.kv_heads) == (1, 1, 8)
-    assert memory.kv_bytes_per_token(star) == 2 * 40 * 128 * 4  # 40 layers, one head of 128, float32
+    assert [m.summary()["kv_heads"] for m in (star, falcon, falcon40)] == [1, 1, 8]
+    assert costs.cache_bytes_per_token(star) == 2 * 40 * 128 * 4  # 40 layers, one head of 128, float32
     assert any("copied out to every query head" in n for n in notes)

@@ -5,11 +5,12 @@ import pytest
 
 from hf_reference import (active_parameter_count, build, cache_layer_kinds, hf_config, load_modelling_code,
                           parameter_count, published, quiet, weight_bytes)
-from transformer_arithmetic import memory
-from transformer_arithmetic.hf_config import shape_from_config
-from transformer_arithmetic.layout import Experts, LatentAttention, Mamba, Mamba2
+from transformer_calculator import costs
+from transformer_calculator.config import model_from_config
+from transformer_calculator.feedforward import Experts
+from transformer_calculator.mixers import LatentAttention, Mamba, Mamba2
 
-pytestmark = pytest.mark.meta_device
+pytestmark = [pytest.mark.meta_device, pytest.mark.transformers]
 
 SPARSE = ["mixtral-8x7b", "qwen1.5-moe-a2.7b", "qwen3-30b-a3b", "deepseek-v2-lite", "deepseek-v3",
           "jamba-v0.1", "bamba-9b", "mamba-2.8b"]
@@ -24,16 +25,16 @@ def _quiet():
 @pytest.mark.parametrize("name", SPARSE)
 def test_published_config_matches_transformers(name):
     cfg = published(name)
-    shape, notes = shape_from_config(cfg, name)
+    shape, notes = model_from_config(cfg, name)
     model = build(cfg)
-    assert memory.parameter_count(shape) == parameter_count(model)
-    assert memory.weight_bytes(shape) == weight_bytes(model)
+    assert costs.parameters(shape) == parameter_count(model)
+    assert costs.weight_bytes(shape) == weight_bytes(model)
     per_token = getattr(hf_config(cfg), "num_experts_per_tok", None)
     if per_token:
-        assert memory.active_parameter_count(shape) == active_parameter_count(model, per_token)
-        assert memory.active_parameter_count(shape) < memory.parameter_count(shape)
+        assert costs.active_parameters(shape) == active_parameter_count(model, per_token)
+        assert costs.active_parameters(shape) < costs.parameters(shape)
     for block, (kind, window) in zip(shape.layout.blocks, cache_layer_kinds(cfg), strict=True):
-        assert window is None and block.kept is None
+        assert window is None and not block.windowed
         if kind == "linear_attention":
             assert isinstance(block.mixer, (Mamba, Mamba2))
         else:
@@ -43,8 +44,8 @@ def test_published_config_matches_transformers(name):
 def test_published_totals_and_active_counts():
     """The headline sizes these models are known by, from the counts above."""
     def billions(name):
-        shape, _ = shape_from_config(published(name), name)
-        return (round(memory.parameter_count(shape) / 1e9, 1), round(memory.active_parameter_count(shape) / 1e9, 1))
+        shape, _ = model_from_config(published(name), name)
+        return (round(costs.parameters(shape) / 1e9, 1), round(costs.active_parameters(shape) / 1e9, 1))
     assert billions("mixtral-8x7b") == (46.7, 12.9)
     assert billions("deepseek-v3")[0] == 671.0
     assert billions("qwen3-30b-a3b")[0] == 30.5
@@ -52,16 +53,16 @@ def test_published_totals_and_active_counts():
 
 
 def test_layers_are_read_as_published():
-    ds3, notes = shape_from_config(published("deepseek-v3"))
+    ds3, notes = model_from_config(published("deepseek-v3"))
     kinds = [type(b.ffn).__name__ for b in ds3.layout.blocks]
     assert kinds == ["FeedForward"] * 3 + ["Experts"] * 58  # first_k_dense_replace = 3
     assert all(isinstance(b.mixer, LatentAttention) for b in ds3.layout.blocks)
-    assert memory.kv_bytes_per_token(ds3) == 61 * (512 + 64) * 2  # the latent and the rotary key, 2 bytes
+    assert costs.cache_bytes_per_token(ds3) == 61 * (512 + 64) * 2  # the latent and the rotary key, 2 bytes
     assert any("multi-token-prediction" in n for n in notes)
-    jamba, _ = shape_from_config(published("jamba-v0.1"))
+    jamba, _ = model_from_config(published("jamba-v0.1"))
     attention = [i for i, b in enumerate(jamba.layout.blocks) if not isinstance(b.mixer, Mamba)]
     experts = [i for i, b in enumerate(jamba.layout.blocks) if isinstance(b.ffn, Experts)]
     assert attention == [4, 12, 20, 28] and experts == list(range(1, 32, 2))
-    mamba, _ = shape_from_config(published("mamba-2.8b"))
-    assert memory.kv_bytes_per_token(mamba) == 0
-    assert memory.running_summary_bytes(mamba) == 64 * 5120 * (4 * 4 + 16 * 4)  # filter at 4 bytes, summary in float32
+    mamba, _ = model_from_config(published("mamba-2.8b"))
+    assert costs.cache_bytes_per_token(mamba) == 0
+    assert costs.state_bytes(mamba) == 64 * 5120 * (4 * 4 + 16 * 4)  # filter at 4 bytes, summary in float32

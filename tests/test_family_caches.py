@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from hf_reference import TINY, build, load_modelling_code, parameter_count, quiet, run_cache, tiny
-from transformer_arithmetic import memory
-from transformer_arithmetic.hf_config import shape_from_config
+from transformer_calculator import costs
+from transformer_calculator.config import model_from_config
 
-pytestmark = pytest.mark.torch_kernels
+pytestmark = [pytest.mark.torch_kernels, pytest.mark.transformers]
 
 PROMPT = 8
 """Tokens in the prompt: more than any tiny window (5 positions, so 4 kept tokens)."""
@@ -32,16 +32,16 @@ def _one_thread():
 @pytest.mark.parametrize("name", sorted(TINY))
 def test_cache_matches_transformers(name):
     cfg = tiny(name)
-    shape, notes = shape_from_config(cfg, name)
+    shape, notes = model_from_config(cfg, name)
     torch.manual_seed(0)
     model = build(cfg, device="cpu")
-    assert memory.parameter_count(shape) == parameter_count(model)
+    assert costs.parameters(shape) == parameter_count(model)
     theirs = run_cache(model, PROMPT, cfg["vocab_size"])
     layout, bpn = shape.layout, shape.bytes_per_number
     assert (layout.stored_cache_bytes(bpn, PROMPT), layout.stored_cache_bytes(bpn, PROMPT + 1)) == theirs
-    ours = (memory.kv_cache_bytes(shape, PROMPT), memory.kv_cache_bytes(shape, PROMPT + 1))
+    ours = (costs.cache_bytes(shape, PROMPT), costs.cache_bytes(shape, PROMPT + 1))
     grown = ours[1] - ours[0]  # past every window, only the unwindowed layers grow
-    assert grown == memory.kv_bytes_per_token_past_windows(shape)
+    assert grown == costs.cache_bytes_per_token_past_windows(shape)
     if name in STORES_MORE:
         assert ours[0] < theirs[0] and ours[1] - ours[0] < theirs[1] - theirs[0]
         assert any("copied out to every query head" in n for n in notes)
@@ -54,11 +54,11 @@ def test_every_kind_of_layer_is_covered():
     """The tiny configs include windowed, latent, multi-query, expert and running-summary layers."""
     kinds = set()
     for name in TINY:
-        shape, _ = shape_from_config(tiny(name), name)
+        shape, _ = model_from_config(tiny(name), name)
         for block in shape.layout.blocks:
-            kinds.add(type(block.mixer).__name__ + ("/window" if block.kept is not None else ""))
+            kinds.add(type(block.mixer).__name__ + ("/window" if block.windowed else ""))
             kinds.add(type(block.ffn).__name__)
-        if shape.kv_heads == 1 and shape.heads > 1:
+        if shape.summary()["kv_heads"] == 1 and shape.summary()["heads"] > 1:
             kinds.add("multi-query")
     assert kinds >= {"Attention", "Attention/window", "LatentAttention", "Mamba", "Mamba2", "FeedForward",
                      "Experts", "NoneType", "multi-query"}

@@ -7,6 +7,8 @@ import pytest
 
 from book_files import ROOT, paired_notebooks, stored
 
+pytestmark = pytest.mark.notebooks
+
 
 def figure_cells(nb):
     """(index, glue key, alt text, cell) for every cell that glues a figure."""

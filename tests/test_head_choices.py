@@ -5,7 +5,8 @@ import matplotlib
 import pytest
 
 import transformer_arithmetic as ta
-from transformer_arithmetic import figures, prose
+from book_machinery import figures
+from transformer_arithmetic import units
 from transformer_arithmetic.shapes import kv_head_choices
 
 
@@ -50,11 +51,11 @@ def test_kv_head_choices_names_a_bad_argument():
 
 @pytest.mark.parametrize("nbytes", [0, 1, 1023, 1024, 98304, 2**20 - 1, 768 * 2**20, 2**30, 5.5 * 2**30])
 def test_size_unit_is_the_unit_size_text_writes(nbytes):
-    unit, scale = prose.size_unit(nbytes)
-    assert prose.size_text(nbytes).split()[-1] == unit
+    unit, scale = units.size_unit(nbytes)
+    assert units.size_text(nbytes).split()[-1] == unit
     assert scale == {"bytes": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}[unit]
     with pytest.raises(ValueError, match="nbytes must not be negative"):
-        prose.size_unit(-1)
+        units.size_unit(-1)
 
 
 @pytest.mark.parametrize("heads, kv_heads", [(16, 16), (16, 4), (16, 1), (12, 4), (8, 1)])

@@ -13,6 +13,8 @@ import pytest
 
 from book_files import ROOT
 
+pytestmark = pytest.mark.site
+
 TOKEN = "book-test-token"
 
 

@@ -14,6 +14,8 @@ import pytest
 
 from book_files import ROOT, paired_notebooks
 
+pytestmark = pytest.mark.notebooks
+
 MAX_LINE = 88
 MAX_VISIBLE = 30
 

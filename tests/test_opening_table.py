@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import transformer_arithmetic as ta
-from transformer_arithmetic.prose import opening_table
+from transformer_arithmetic.shapes import opening_table
 from transformer_arithmetic.reference_model import Decoder
 
 pytestmark = pytest.mark.torch_kernels

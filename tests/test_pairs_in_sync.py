@@ -4,6 +4,8 @@ import pytest
 
 from book_files import ROOT, paired_notebooks
 
+pytestmark = pytest.mark.notebooks
+
 
 def cells(nb):
     return [(c.cell_type, c.source.strip(), tuple(c.metadata.get("tags", []))) for c in nb.cells]
@@ -12,10 +14,10 @@ def cells(nb):
 @pytest.mark.parametrize("md", paired_notebooks(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_pair_in_sync(md):
     ipynb = md.with_suffix(".ipynb")
-    assert ipynb.exists(), f"{md.name} has no paired .ipynb: run scripts/execute.py {md.relative_to(ROOT)}"
+    assert ipynb.exists(), f"{md.name} has no paired .ipynb: run python -m book_machinery.execute {md.relative_to(ROOT)}"
     text, stored = cells(jupytext.read(md)), cells(jupytext.read(ipynb))
     for i, (a, b) in enumerate(zip(text, stored)):
-        assert a == b, f"cell {i} of {md.name} differs from its .ipynb: re-run scripts/execute.py on it"
+        assert a == b, f"cell {i} of {md.name} differs from its .ipynb: re-run python -m book_machinery.execute on it"
     assert len(text) == len(stored), f"{md.name} has {len(text)} cells, its .ipynb {len(stored)}"
 
 
@@ -35,6 +37,6 @@ def test_every_notebook_was_executed_in_order_by_the_book_executor():
         assert counts == list(range(1, len(counts) + 1)), f"{md.name}: stored outputs are not from one clean run"
         ids = [c.get("id") for c in nb["cells"]]
         assert ids == [f"cell-{i:03d}" for i in range(len(ids))], (
-            f"{md.name}: cell ids are not the executor's stable ones (run scripts/execute.py on it)")
+            f"{md.name}: cell ids are not the executor's stable ones (run python -m book_machinery.execute on it)")
         timed = [c for c in nb["cells"] if "execution" in c.get("metadata", {})]
-        assert not timed, f"{md.name}: cells carry execution timestamps (run scripts/execute.py on it)"
+        assert not timed, f"{md.name}: cells carry execution timestamps (run python -m book_machinery.execute on it)"

@@ -1,4 +1,4 @@
-"""The PDF edition: `scripts/pdf.py` prints the book once, and poppler reads it back.
+"""The PDF edition: `python -m book_machinery.pdf` prints the book once, and poppler reads it back.
 
 One print (the single-page build, printed by headless Chromium, into a scratch directory) is
 checked against the single-page HTML it was printed from, not against anything the printing
@@ -10,7 +10,7 @@ right pages, and every solution in the solutions appendix.
 
 Needs Debian's chromium and poppler-utils (.ci/run and `make pdf` install them). To check an
 existing print again while working on these tests: BOOK_PDF_PRINTED=DIR, where DIR was given
-to `scripts/pdf.py --path-output DIR --no-site`.
+to `python -m book_machinery.pdf --path-output DIR --no-site`.
 """
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ import pytest
 from PIL import Image
 
 from book_files import BOOK, ROOT
+
+pytestmark = pytest.mark.pdf
 
 TOOLS = {"chromium": "chromium", "pdfinfo": "poppler-utils", "pdftotext": "poppler-utils",
          "pdfimages": "poppler-utils"}
@@ -153,9 +155,9 @@ def printed(tmp_path_factory) -> dict:
         out = Path(os.environ["BOOK_PDF_PRINTED"])
     else:
         out = tmp_path_factory.mktemp("pdf")
-        run = subprocess.run([sys.executable, str(ROOT / "scripts" / "pdf.py"), "--path-output", str(out), "--no-site"],
+        run = subprocess.run([sys.executable, "-m", "book_machinery.pdf", "--path-output", str(out), "--no-site"],
                              capture_output=True, text=True)
-        assert run.returncode == 0, f"scripts/pdf.py failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+        assert run.returncode == 0, f"book_machinery.pdf failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
     pdf = next((out / "_build" / "pdf").glob("*.pdf"))
     page = out / "_build" / "singlehtml" / json.loads(pdf.with_suffix(".json").read_text())["html"].split("/")[-1]
     book = SinglePage()

@@ -11,7 +11,7 @@ supported when avx512 is supported"); on a processor without AMX the same test p
 - ``test_torch_tests_pass_at`` runs every test marked ``torch_kernels`` again in a fresh
   process at each level PyTorch reports this processor has (``default``, ``avx2``,
   ``avx512`` on x86-64; ``default`` and ``sve256`` on Arm), each with its matching oneDNN
-  and MKL level (``scripts/execute.py``: ``narrowed_env``). The tests' own process is the
+  and MKL level (``book_machinery.processor.narrowed_env``). The tests' own process is the
   unnarrowed run.
 - ``test_a_narrowed_run_narrows_every_layer`` catches the mismatch itself on any processor,
   AMX or not: with a level's settings, the instruction set oneDNN reports using (its own
@@ -31,8 +31,10 @@ from pathlib import Path
 import pytest
 import torch
 
-import execute  # scripts/ is on the path (conftest.py)
+from book_machinery import processor
 from book_files import ROOT
+
+pytestmark = pytest.mark.slow(seconds=45)
 
 TESTS = ROOT / "tests"
 TORCH_MODULES = {"torch", "decoder_reference", "hf_reference", "transformer_arithmetic.reference_model"}
@@ -56,13 +58,13 @@ for dtype in (torch.bfloat16, torch.float16, torch.float32):
 
 def supported_levels() -> list[str]:
     """PyTorch's vector-kernel levels this processor has, narrowest first (PyTorch's answer)."""
-    levels = execute.CAPABILITIES.get(execute.ARCH, ["default"])
+    levels = processor.CAPABILITIES.get(processor.ARCH, ["default"])
     widest = torch.backends.cpu.get_cpu_capability().lower()
     return levels[: levels.index(widest) + 1] if widest in levels else ["default"]
 
 
 def _env(level: str) -> dict[str, str]:
-    return {**os.environ, **execute.narrowed_env(level)}
+    return {**os.environ, **processor.narrowed_env(level)}
 
 
 def marked(mark: str) -> list[Path]:
@@ -86,7 +88,7 @@ def test_a_narrowed_run_narrows_every_layer(level):
     assert run.returncode == 0, run.stderr[-3000:]
     lines = run.stdout.splitlines()
     assert f"aten {level.upper()}" in lines, lines[:3]
-    if execute.ARCH != "x86_64":
+    if processor.ARCH != "x86_64":
         return
     used = [line.split("isa:", 1)[1] for line in lines if ",isa:" in line]
     for isa in used:

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-from transformer_arithmetic import prose
+from book_machinery import prose
 
 
 @pytest.fixture

@@ -15,6 +15,8 @@ import pytest
 
 from book_files import ROOT, is_notebook_text, paired_notebooks, plain_pages
 
+pytestmark = pytest.mark.notebooks
+
 # Reviewed exceptions: (regex, why it is not a result of arithmetic).
 ALLOW = [
     (r"\bMathJax \d\b", "a software version"),

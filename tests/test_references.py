@@ -136,17 +136,6 @@ def test_top_p_filter_matches_a_torch_top_p(top_p):
         assert p[kept[:-1]].sum() < top_p  # and one fewer would not
 
 
-def test_two_step_paths_match_a_torch_outer_product():
-    rng = np.random.default_rng(20240502)
-    first = sampling.softmax(rng.normal(size=7))
-    second = {a: sampling.softmax(rng.normal(size=7)) for a in (0, 3, 5)}
-    joint = torch.outer(torch.tensor(first), torch.ones(7, dtype=torch.float64))
-    joint = joint * torch.stack([torch.tensor(second.get(a, np.zeros(7))) for a in range(7)])
-    best = divmod(int(torch.argmax(joint)), 7)
-    a, b, j = sampling.two_step_paths(first, second)[0]
-    assert (a, b) == best and math.isclose(j, float(joint.max()))
-
-
 @pytest.mark.parametrize("call, words", [
     (lambda: sampling.softmax([1.0, 2.0], temperature=0), "temperature must be a positive finite number, got 0"),
     (lambda: sampling.softmax([1.0], temperature=-1.5), "got -1.5"),

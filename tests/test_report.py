@@ -13,10 +13,12 @@ import pytest
 import decoder_reference as R
 from decoder_reference import CHIP_24GIB, PLAIN_335M
 import transformer_arithmetic as ta
-from transformer_arithmetic import memory
-from transformer_arithmetic.__main__ import main
-from transformer_arithmetic.hf_config import example_config_path, example_configs, read_config, shape_from_config
-from transformer_arithmetic.report import format_report, parse_accelerator, report
+from transformer_calculator import costs
+from transformer_calculator.cli import main
+from transformer_calculator.config import example_config_path, example_configs, read_config, model_from_config
+from transformer_calculator.chips import parse_accelerator
+from transformer_calculator.plain import model_of
+from transformer_calculator.report import format_report, report
 
 pytestmark = pytest.mark.torch_kernels
 
@@ -49,18 +51,35 @@ def test_the_example_configs_are_shipped():
         read_config(path)
 
 
+def sizes(model) -> dict:
+    """A model's summary sizes, by name."""
+    return model.summary()
+
+
+def plain_shape(model) -> ta.ModelShape:
+    """The book's plain decoder with a calculator model's sizes (for a reference torch decoder)."""
+    s = model.summary()
+    return ta.ModelShape(layers=s["layers"], heads=s["heads"], kv_heads=s["kv_heads"],
+                         head_dim=s["head_dim"], width=s["width"], ffn_width=s["ffn_width"],
+                         vocab=s["vocab"], bytes_per_number=s["bytes_per_number"],
+                         gated_ffn=s["gated_ffn"], tied_embeddings=s["tied_embeddings"],
+                         norm_bias=model.layout.norm_numbers == 2)
+
+
 def test_example_configs_have_the_intended_layouts():
     small, _ = read_config(example_config_path("plain-small"))
     one, _ = read_config(example_config_path("gated-gqa-1b"))
     seven, _ = read_config(example_config_path("gated-gqa-7b.json"))
-    assert (small.gated_ffn, small.norm_bias, small.tied_embeddings, small.bytes_per_number) == (False, True, True, 4)
-    assert small.ffn_width == 4 * small.width and small.kv_heads == small.heads
+    s, o, v = sizes(small), sizes(one), sizes(seven)
+    assert (s["gated_ffn"], s["norm"], s["tied_embeddings"], s["bytes_per_number"]) == (
+        False, "LayerNorm", True, 4)
+    assert s["ffn_width"] == 4 * s["width"] and s["kv_heads"] == s["heads"]
     assert small.layout.positions == 1024  # GPT-2's learned position table (n_positions by default)
-    assert (one.gated_ffn, one.norm_bias, one.kv_heads, one.bytes_per_number) == (True, False, 4, 2)
-    assert (seven.tied_embeddings, seven.head_dim, seven.kv_heads) == (False, 128, 8)
+    assert (o["gated_ffn"], o["norm"], o["kv_heads"], o["bytes_per_number"]) == (True, "RMSNorm", 4, 2)
+    assert (v["tied_embeddings"], v["head_dim"], v["kv_heads"]) == (False, 128, 8)
     assert seven.layout.longest_window == 0  # "sliding_window": null, so no Mistral window
-    assert 0.9e9 < memory.parameter_count(one) < 1.2e9
-    assert 6.5e9 < memory.parameter_count(seven) < 7.5e9
+    assert 0.9e9 < costs.parameters(one) < 1.2e9
+    assert 6.5e9 < costs.parameters(seven) < 7.5e9
 
 
 UNKNOWN = {**LLAMA_LIKE, "model_type": "something_new"}
@@ -82,14 +101,14 @@ UNKNOWN = {**LLAMA_LIKE, "model_type": "something_new"}
 def test_unknown_family_counts_as_the_plain_layout(changes):
     """An unknown model_type is counted as the book's plain decoder, which torch builds here."""
     cfg = {k: v for k, v in {**UNKNOWN, **changes}.items() if v is not None}
-    shape, notes = shape_from_config(cfg)
-    assert memory.parameter_count(shape) == R.parameters(shape)
+    model, notes = model_from_config(cfg)
+    assert costs.parameters(model) == R.parameters(plain_shape(model))
     assert "not a family this calculator knows" in notes[0]
 
 
 def test_defaults_used_are_listed():
     cfg = {k: v for k, v in UNKNOWN.items() if k not in ("num_key_value_heads",)}
-    shape, notes = shape_from_config({**cfg, "hidden_act": "gelu"}, name="x")
+    shape, notes = model_from_config({**cfg, "hidden_act": "gelu"}, name="x")
     text = "\n".join(notes)
     for default in ("num_key_value_heads", "head_dim", "plain (two matrices)"):
         assert default in text
@@ -98,24 +117,25 @@ def test_defaults_used_are_listed():
 def test_gpt2_names_and_null_inner_width():
     cfg = {"model_type": "gpt2", "n_layer": 2, "n_head": 4, "n_embd": 64, "n_inner": None, "vocab_size": 100,
            "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5, "torch_dtype": "float16"}
-    shape, notes = shape_from_config(cfg)
-    assert (shape.layers, shape.heads, shape.width, shape.ffn_width, shape.bytes_per_number) == (2, 4, 64, 256, 2)
+    model, notes = model_from_config(cfg)
+    s = sizes(model)
+    assert (s["layers"], s["heads"], s["width"], s["ffn_width"], s["bytes_per_number"]) == (2, 4, 64, 256, 2)
     assert any("n_inner" in n for n in notes)
 
 
 def test_gated_rule():
     gemma = {**LLAMA_LIKE, "model_type": "gemma", "hidden_act": None, "hidden_activation": "gelu_pytorch_tanh"}
-    assert shape_from_config(gemma)[0].gated_ffn  # gated although its activation is a GELU
-    shape, notes = shape_from_config(UNKNOWN)
-    assert shape.gated_ffn and any("judged from hidden_act" in n for n in notes)
-    assert not shape_from_config({**UNKNOWN, "gated_ffn": False})[0].gated_ffn
+    assert sizes(model_from_config(gemma)[0])["gated_ffn"]  # gated although its activation is a GELU
+    model, notes = model_from_config(UNKNOWN)
+    assert sizes(model)["gated_ffn"] and any("judged from hidden_act" in n for n in notes)
+    assert not sizes(model_from_config({**UNKNOWN, "gated_ffn": False})[0])["gated_ffn"]
     with pytest.raises(ValueError, match="gated_ffn"):  # a known family's layout is not overridden
-        shape_from_config({**LLAMA_LIKE, "gated_ffn": False})
+        model_from_config({**LLAMA_LIKE, "gated_ffn": False})
 
 
 def test_without_torch_dtype_the_model_counts_as_float32():
-    shape, notes = shape_from_config({k: v for k, v in LLAMA_LIKE.items() if k != "torch_dtype"})
-    assert shape.bytes_per_number == 4 and any("torch_dtype not given: using float32" in n for n in notes)
+    model, notes = model_from_config({k: v for k, v in LLAMA_LIKE.items() if k != "torch_dtype"})
+    assert model.bytes_per_number == 4 and any("torch_dtype not given: using float32" in n for n in notes)
 
 
 @pytest.mark.parametrize("field", ["num_hidden_layers", "num_attention_heads", "hidden_size",
@@ -123,7 +143,7 @@ def test_without_torch_dtype_the_model_counts_as_float32():
 def test_missing_field_is_named(field):
     cfg = {k: v for k, v in LLAMA_LIKE.items() if k != field}
     with pytest.raises(ValueError, match=field):
-        shape_from_config(cfg)
+        model_from_config(cfg)
 
 
 @pytest.mark.parametrize(
@@ -158,7 +178,7 @@ def test_missing_field_is_named(field):
 def test_inconsistent_or_bad_field_is_named(changes, field):
     cfg = {k: v for k, v in {**LLAMA_LIKE, **changes}.items() if v is not None}
     with pytest.raises(ValueError, match=field):
-        shape_from_config(cfg)
+        model_from_config(cfg)
 
 
 @pytest.mark.parametrize(
@@ -174,7 +194,7 @@ def test_inconsistent_or_bad_field_is_named(changes, field):
 )
 def test_unknown_family_with_an_unknown_part_is_refused(cfg, field):
     with pytest.raises(ValueError, match=f"config field {field}"):
-        shape_from_config(cfg)
+        model_from_config(cfg)
 
 
 @pytest.mark.parametrize(
@@ -193,14 +213,14 @@ def test_unknown_family_with_an_unknown_part_is_refused(cfg, field):
 )
 def test_known_family_with_a_field_it_cannot_count_is_refused(cfg, field):
     with pytest.raises(ValueError, match=field):
-        shape_from_config(cfg)
+        model_from_config(cfg)
 
 
 def test_a_window_counts_only_where_the_family_has_one():
-    mistral, notes = shape_from_config({**LLAMA_LIKE, "model_type": "mistral", "sliding_window": 4096})
-    assert memory.kv_cache_bytes(mistral, 10_000) == memory.kv_cache_bytes(mistral, 4095)
-    assert memory.kv_bytes_per_token_past_windows(mistral) == 0
-    default, notes = shape_from_config({**LLAMA_LIKE, "model_type": "mistral"})
+    mistral, notes = model_from_config({**LLAMA_LIKE, "model_type": "mistral", "sliding_window": 4096})
+    assert costs.cache_bytes(mistral, 10_000) == costs.cache_bytes(mistral, 4095)
+    assert costs.cache_bytes_per_token_past_windows(mistral) == 0
+    default, notes = model_from_config({**LLAMA_LIKE, "model_type": "mistral"})
     assert default.layout.longest_window == 4095 and any("sliding_window not given" in n for n in notes)
 
 
@@ -217,7 +237,7 @@ def test_report_numbers_against_a_real_decoder():
     """Every number of the report, from a real decoder's parameters, matrices and cache, with
     each limit worked out by hand (not from the library functions the report calls)."""
     m, a = PLAIN_335M, CHIP_24GIB
-    r = report(m, a)
+    r = report(model_of(m), a)
     weights, per_token = R.weight_bytes(m), R.cache_bytes_per_token(m)
 
     def step(context, batch=1):
@@ -289,12 +309,12 @@ def test_parse_accelerator_errors(text, message):
 
 def test_cli_text_report():
     path = example_config_path("gated-gqa-1b")
-    done = subprocess.run([sys.executable, "-m", "transformer_arithmetic", "report", str(path)],
+    done = subprocess.run([sys.executable, "-m", "transformer_calculator", "report", str(path)],
                           capture_output=True, text=True, timeout=60)  # as a reader runs it
     assert done.returncode == 0, done.stderr
     shape, _ = read_config(path)
     out = done.stdout
-    assert f"Parameters                  {memory.parameter_count(shape):,}" in out
+    assert f"Parameters                  {costs.parameters(shape):,}" in out
     for heading in ("Cache per token", "Longest conversation", "time per token", "prefill",
                     "each one's wait", "Pair work passes weights", "Assumptions"):
         assert heading in out
@@ -308,7 +328,7 @@ def test_cli_json_report_with_an_accelerator(tmp_path):
     done = run_cli("report", str(cfg), "--accelerator", "1e12,1e11,2", "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    shape, notes = shape_from_config(GPT_LIKE, name="my-model")  # a config.json is named after its folder
+    shape, notes = model_from_config(GPT_LIKE, name="my-model")  # a config.json is named after its folder
     acc = parse_accelerator("1e12,1e11,2")
     assert data == report(shape, acc, notes=notes)
     assert data["accelerator"]["memory_bytes"] == 2 * ta.GIB

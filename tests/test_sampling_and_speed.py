@@ -34,7 +34,7 @@ def test_window_overflow():
     [
         (lambda: masks.window_overflow(-1, 10), "tokens must be at least 0, got -1"),
         (lambda: masks.window_overflow(10, 0), "window must be at least 1, got 0"),
-        (lambda: timing.machine_time_per_token(M, A, 2048, batch=0), "batch must be at least 1, got 0"),
+        (lambda: timing.throughput(M, A, 2048, batch=0), "batch must be at least 1, got 0"),
         (lambda: timing.cache_reading_time(M, A, -5), "tokens must be at least 0, got -5"),
     ],
 )
@@ -55,7 +55,7 @@ def test_pairs_and_cache_at_long_lengths():
 def test_each_conversations_wait_against_the_machines_time_per_token():
     batches = [1, 2, 4, 8, 16, 32, 64]
     waits = [timing.decode_step_time(M, A, 2048, b) for b in batches]
-    per_token = [timing.machine_time_per_token(M, A, 2048, b) for b in batches]
+    per_token = [1 / timing.throughput(M, A, 2048, b) for b in batches]   # the machine's
     floor = timing.cache_reading_time(M, A, 2048)
     assert waits == sorted(waits) and per_token == sorted(per_token, reverse=True)
     assert round(waits[0] * 1e6) == 873 and round(waits[-1] * 1e3, 2) == 13.56

@@ -153,11 +153,7 @@ def test_arrays() -> None:
 
 
 def test_the_derivation_rebuilds_the_stored_tables() -> None:
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-    import derive_simulated
+    from transformer_arithmetic import simulated_derivation as derive_simulated
 
     assert derive_simulated.derive_logits() == sim.LOGITS
     assert derive_simulated.derive_next_logits() == sim.NEXT_LOGITS

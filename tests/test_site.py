@@ -22,6 +22,8 @@ import pytest
 
 from book_files import BOOK, ROOT, paired_notebooks
 
+pytestmark = pytest.mark.site
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = ROOT / "test-artifacts"
 SCREENSHOTS = ["intro", "chapters/training/04_kv_cache", "chapters/why_won/04_cutting_the_cost"]

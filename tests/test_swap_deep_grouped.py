@@ -1,4 +1,10 @@
 """The whole book re-executed with the deep-grouped example (the checks: tests/example_swap.py)."""
-from example_swap import make_tests
+import pytest
 
-globals().update(make_tests("deep-grouped"))
+from example_swap import (  # noqa: F401  (pytest collects the imported fixture and tests)
+    test_comparison_words_agree_with_their_numbers, test_every_notebook_runs_with_the_new_example,
+    test_numbers_follow_the_library, test_the_same_names_are_glued, variant,
+)
+
+VARIANT = "deep-grouped"
+pytestmark = [pytest.mark.notebooks, pytest.mark.slow(seconds=40)]

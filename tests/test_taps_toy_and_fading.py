@@ -8,7 +8,8 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from transformer_arithmetic import convolution, figures, simulated, summaries
+from book_machinery import figures
+from transformer_arithmetic import convolution, simulated, summaries
 
 pytestmark = pytest.mark.torch_kernels
 

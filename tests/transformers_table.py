@@ -1,6 +1,6 @@
 """Print the comparison table of the calculator against transformers for every published config.
 
-    PYTHONPATH=lib python tests/transformers_table.py > table.md
+    .venv/bin/python tests/transformers_table.py > table.md
 
 Not a test (it takes a minute or two): for each file in tests/configs it builds the full-size
 model on the meta device, counts its parameters, and runs a meta-device forward pass of
@@ -16,9 +16,9 @@ import sys
 import torch
 
 from hf_reference import PUBLISHED, build, cache_bytes, parameter_count, published, quiet
-from transformer_arithmetic import memory
-from transformer_arithmetic.hf_config import shape_from_config
-from transformer_arithmetic.prose import size_text
+from transformer_calculator import costs
+from transformer_calculator.config import model_from_config
+from transformer_arithmetic.units import size_text
 
 LONG = 32_768
 
@@ -35,18 +35,18 @@ def meta_cache(model, tokens: int) -> tuple[int, int]:
 
 def row(name: str) -> str:
     cfg = published(name)
-    shape, _ = shape_from_config(cfg, name)
+    shape, _ = model_from_config(cfg, name)
     model = build(cfg)
-    hybrid = memory.running_summary_bytes(shape) > 0
+    hybrid = costs.state_bytes(shape) > 0
     probe = 64 if hybrid else LONG
     at, after = meta_cache(model, probe)
     theirs_token = after - at
     theirs_long = at + (LONG - probe) * theirs_token
-    ours_token = memory.kv_cache_bytes(shape, LONG + 1) - memory.kv_cache_bytes(shape, LONG)
-    ours_long = memory.kv_cache_bytes(shape, LONG)
+    ours_token = costs.cache_bytes(shape, LONG + 1) - costs.cache_bytes(shape, LONG)
+    ours_long = costs.cache_bytes(shape, LONG)
     mark = "" if (ours_token, ours_long) == (theirs_token, theirs_long) else " *"
     extra = " (from 64 tokens)" if hybrid else ""
-    return (f"| {name} | {shape.layout.family} | {memory.parameter_count(shape):,} / {parameter_count(model):,} | "
+    return (f"| {name} | {shape.layout.family} | {costs.parameters(shape):,} / {parameter_count(model):,} | "
             f"{ours_token:,} / {theirs_token:,}{mark} | {size_text(ours_long, ',.2f')} / "
             f"{size_text(theirs_long, ',.2f')}{extra}{mark} |")
 

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from ._checks import count
+from .checks import checked_whole
 
 __all__ = ["running_softmax", "blockwise_attention", "tiles_with_pairs"]
 
@@ -37,7 +37,7 @@ def running_softmax(scores, tile: int) -> list[tuple[float, float]]:
     """The running largest score and running sum of exp(score - largest) of one row of scores,
     after each tile of ``tile`` scores (minus infinity marks a blocked pair). The last pair is
     the row's softmax normaliser: its largest score and the sum of exp(score - largest)."""
-    t = count("tile", tile, minimum=1)
+    t = checked_whole("tile", tile, minimum=1)
     row = np.asarray(scores, dtype=float)
     if row.ndim != 1 or row.size == 0:
         raise ValueError(f"scores must be one non-empty row, got shape {row.shape}")
@@ -54,7 +54,7 @@ def blockwise_attention(q, k, v, tile: int, mask=None) -> np.ndarray:
     computed tile by tile with a running largest score and running sums; ``mask`` (True = the
     pair may attend) defaults to the causal mask. Shape: one row per query, one column per
     value channel."""
-    t = count("tile", tile, minimum=1)
+    t = checked_whole("tile", tile, minimum=1)
     q, k, v = (np.asarray(x, dtype=float) for x in (q, k, v))
     if q.ndim != 2 or k.ndim != 2 or v.ndim != 2 or q.shape[1] != k.shape[1] or k.shape[0] != v.shape[0]:
         raise ValueError(f"q, k, v must be (queries, d), (keys, d), (keys, d_v); got {q.shape}, {k.shape}, {v.shape}")
@@ -92,8 +92,8 @@ def tiles_with_pairs(tokens: int, tile: int, window: int | None = None) -> int:
     """Tiles of ``tile`` by ``tile`` scores, in the causal grid of ``tokens`` positions (cut to a
     ``window`` if given), that hold at least one allowed pair: the tiles a blockwise kernel
     computes; it skips the rest."""
-    n, t = count("tokens", tokens, minimum=1), count("tile", tile, minimum=1)
-    w = None if window is None else count("window", window, minimum=1)
+    n, t = checked_whole("tokens", tokens, minimum=1), checked_whole("tile", tile, minimum=1)
+    w = None if window is None else checked_whole("window", window, minimum=1)
     tiles = -(-n // t)
     i, j = np.indices((tiles, tiles))
     first_row, last_row = i * t, np.minimum((i + 1) * t, n) - 1

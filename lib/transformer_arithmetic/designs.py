@@ -11,7 +11,7 @@ and running summaries in the rest. The functions answer the same questions for e
   numbers per channel);
 - ``dependent_steps``: steps that must follow one another when one layer trains on a row;
 - ``held_bytes``: what one conversation keeps in memory;
-- ``token_flops`` and ``token_time``: the work and the time of one more token.
+- ``token_time``: the time of one more token (the slower of its work and its reading).
 
 One simplification is stated here, once: every design keeps the weights of the model it is
 applied to (the mixing part of each layer is assumed to have as many weights as attention
@@ -21,15 +21,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ._checks import count
+from .checks import checked_whole
 from .memory import hybrid_cache_bytes, kv_cache_bytes, parameter_count, summary_state_bytes, weight_bytes
 from .shapes import Accelerator, ModelShape, kv_head_choices
 from .summaries import scan_rounds
 from .work import decode_pair_flops, summary_flops_per_token
 
 __all__ = [
-    "KINDS", "Design", "shape_for", "reach", "exact_recall", "dependent_steps", "held_bytes",
-    "token_flops", "token_time", "grouped_kv_heads",
+    "KINDS", "Design", "reach", "exact_recall", "dependent_steps", "held_bytes", "token_time",
+    "grouped_kv_heads",
 ]
 
 KINDS = ("convolution", "recurrent", "attention", "summary", "hybrid")
@@ -56,16 +56,16 @@ class Design:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
-        count("kernel", self.kernel, minimum=2)
+        checked_whole("kernel", self.kernel, minimum=2)
         if self.window is not None:
-            count("window", self.window, minimum=1)
+            checked_whole("window", self.window, minimum=1)
         if self.kv_heads is not None:
-            count("kv_heads", self.kv_heads, minimum=1)
-        count("state_size", self.state_size, minimum=1)
-        count("attention_layers", self.attention_layers, minimum=1 if self.kind == "hybrid" else 0)
+            checked_whole("kv_heads", self.kv_heads, minimum=1)
+        checked_whole("state_size", self.state_size, minimum=1)
+        checked_whole("attention_layers", self.attention_layers, minimum=1 if self.kind == "hybrid" else 0)
 
 
-def shape_for(d: Design, m: ModelShape) -> ModelShape:
+def _shape_for(d: Design, m: ModelShape) -> ModelShape:
     """The model ``m`` with the design's key-value heads (``m`` itself when it sets none)."""
     if d.kind == "hybrid" and d.attention_layers > m.layers:
         raise ValueError(f"attention_layers={d.attention_layers} is more than the model's {m.layers} layers")
@@ -88,7 +88,7 @@ def _held_tokens(d: Design, tokens: int) -> int:
 def reach(d: Design, tokens: int) -> int:
     """Furthest distance back, in tokens, that one layer draws on at all in a conversation of
     ``tokens`` (directly, or through a carried state)."""
-    n = count("tokens", tokens, minimum=1)
+    n = checked_whole("tokens", tokens, minimum=1)
     if d.kind == "convolution" or (d.kind == "attention" and d.window is not None):
         return _held_tokens(d, n) - 1
     return n - 1
@@ -97,14 +97,15 @@ def reach(d: Design, tokens: int) -> int:
 def exact_recall(d: Design, tokens: int) -> int:
     """Tokens of a ``tokens``-long conversation (the newest included) that one layer holds in full
     and can hand back exactly; a carried state of S numbers per channel holds at most S."""
-    return _held_tokens(d, count("tokens", tokens, minimum=1))
+    tokens = checked_whole("tokens", tokens, minimum=1)
+    return _held_tokens(d, tokens)
 
 
 def dependent_steps(d: Design, tokens: int) -> int:
     """Steps that must run one after another when one layer trains on a row of ``tokens``: the
     whole row for a recurrent network, the rounds of a parallel scan for a running summary
     (and a hybrid's summary layers), one wide step otherwise."""
-    n = count("tokens", tokens, minimum=1)
+    n = checked_whole("tokens", tokens, minimum=1)
     if d.kind == "recurrent":
         return n
     if d.kind in ("summary", "hybrid"):
@@ -115,8 +116,8 @@ def dependent_steps(d: Design, tokens: int) -> int:
 def held_bytes(d: Design, m: ModelShape, tokens: int) -> int:
     """Bytes one conversation of ``tokens`` holds over all layers: a cache, a state or the last
     inputs of a filter."""
-    n = count("tokens", tokens)
-    s = shape_for(d, m)
+    n = checked_whole("tokens", tokens)
+    s = _shape_for(d, m)
     if d.kind == "convolution":
         return m.layers * min(n, d.kernel - 1) * m.width * m.bytes_per_number
     if d.kind == "recurrent":
@@ -128,11 +129,11 @@ def held_bytes(d: Design, m: ModelShape, tokens: int) -> int:
     return kv_cache_bytes(s, n, window=d.window)
 
 
-def token_flops(d: Design, m: ModelShape, context: int) -> int:
+def _token_flops(d: Design, m: ModelShape, context: int) -> int:
     """Operations for one more token after ``context`` tokens: every weight once, plus the
     design's own mixing (attention's pairs, a summary's state updates)."""
-    n = count("context", context)
-    s = shape_for(d, m)
+    n = checked_whole("context", context)
+    s = _shape_for(d, m)
     weights = 2 * parameter_count(s)
     if d.kind == "attention":
         return weights + decode_pair_flops(s, n if d.window is None else min(n, d.window))
@@ -149,8 +150,8 @@ def token_flops(d: Design, m: ModelShape, context: int) -> int:
 def token_time(d: Design, m: ModelShape, acc: Accelerator, context: int) -> float:
     """Seconds one conversation waits for one more token after ``context`` tokens: the slower of
     the arithmetic and the reading of every weight and everything the conversation holds."""
-    reading = (weight_bytes(shape_for(d, m)) + held_bytes(d, m, context)) / acc.bytes_per_s
-    return max(token_flops(d, m, context) / acc.flops_per_s, reading)
+    reading = (weight_bytes(_shape_for(d, m)) + held_bytes(d, m, context)) / acc.bytes_per_s
+    return max(_token_flops(d, m, context) / acc.flops_per_s, reading)
 
 
 def grouped_kv_heads(m: ModelShape) -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import count
+from .checks import checked_whole
 
 __all__ = [
     "causal_mask", "window_mask", "window_global_mask", "causal_pairs", "window_pairs",
@@ -17,19 +17,21 @@ __all__ = [
 
 def causal_mask(n: int) -> np.ndarray:
     """An n-by-n grid allowing each position itself and every earlier position."""
-    return np.tri(count("n", n), dtype=bool)
+    n = checked_whole("n", n)
+    return np.tri(n, dtype=bool)
 
 
 def window_mask(n: int, window: int) -> np.ndarray:
     """The causal grid cut to a band: each position sees itself and ``window - 1`` before it."""
-    w = count("window", window, minimum=1)
-    rows, cols = np.indices((count("n", n), n))
+    w = checked_whole("window", window, minimum=1)
+    n = checked_whole("n", n)
+    rows, cols = np.indices((n, n))
     return (cols <= rows) & (rows - cols < w)
 
 
 def window_global_mask(n: int, window: int, n_global: int) -> np.ndarray:
     """A window plus the first ``n_global`` positions, which every later position may read."""
-    g = count("n_global", n_global)
+    g = checked_whole("n_global", n_global)
     mask = window_mask(n, window)
     mask[:, :g] |= causal_mask(n)[:, :g]
     return mask
@@ -37,27 +39,30 @@ def window_global_mask(n: int, window: int, n_global: int) -> np.ndarray:
 
 def causal_pairs(n: int) -> int:
     """Allowed pairs under the causal mask for ``n`` positions: n(n+1)/2."""
-    n = count("n", n)
+    n = checked_whole("n", n)
     return n * (n + 1) // 2
 
 
 def window_pairs(n: int, window: int) -> int:
     """Allowed pairs when each of ``n`` positions sees at most ``window`` positions."""
-    n, w = count("n", n), count("window", window, minimum=1)
+    n, w = checked_whole("n", n), checked_whole("window", window, minimum=1)
     w = min(w, n)
     return w * (w + 1) // 2 + (n - w) * w
 
 
 def window_global_pairs(n: int, window: int, n_global: int) -> int:
     """Allowed pairs for a window plus ``n_global`` positions everyone may read."""
-    n, w, g = count("n", n), count("window", window, minimum=1), count("n_global", n_global)
+    n, w = checked_whole("n", n), checked_whole("window", window, minimum=1)
+    g = checked_whole("n_global", n_global)
     extra = sum(max(0, n - j - w) for j in range(min(g, n)))  # rows too far to see j in the window
     return window_pairs(n, w) + extra
 
 
 def window_reach(window: int, layers: int) -> int:
     """Furthest distance back, in positions, that ``layers`` stacked windows can carry information."""
-    return count("layers", layers) * (count("window", window, minimum=1) - 1)
+    layers = checked_whole("layers", layers)
+    window = checked_whole("window", window, minimum=1)
+    return layers * (window - 1)
 
 
 def apply_mask(scores: np.ndarray, mask: np.ndarray, fill: float = -np.inf) -> np.ndarray:
@@ -71,6 +76,6 @@ def apply_mask(scores: np.ndarray, mask: np.ndarray, fill: float = -np.inf) -> n
 def window_overflow(tokens: int, window: int) -> tuple[int, float]:
     """Oldest tokens a conversation of ``tokens`` loses when only the newest ``window`` fit,
     and that loss as a fraction of the conversation (0 when it fits)."""
-    n, w = count("tokens", tokens), count("window", window, minimum=1)
+    n, w = checked_whole("tokens", tokens), checked_whole("window", window, minimum=1)
     dropped = max(0, n - w)
     return dropped, (dropped / n if n else 0.0)

@@ -1,23 +1,20 @@
 """Parameters and memory: what a model, a training step and a conversation hold, in bytes."""
 from __future__ import annotations
 
-from ._checks import count
+from .checks import checked_whole
 from .shapes import Accelerator, ModelShape
 
 __all__ = [
-    "attention_params", "ffn_params", "layer_params", "parameter_count", "weight_bytes",
+    "attention_params", "ffn_params", "parameter_count", "weight_bytes",
     "training_memory", "kv_bytes_per_token", "kv_cache_bytes", "serving_bytes",
     "longest_conversation", "conversations_that_fit", "score_grid_bytes",
     "summary_state_bytes", "hybrid_cache_bytes", "layer_activation_bytes", "activation_bytes",
     "logits_bytes",
-    "active_parameter_count", "weight_bytes_read", "running_summary_bytes", "kv_bytes_per_token_past_windows",
 ]
 
 
 def attention_params(m: ModelShape) -> int:
     """Weights of one attention part (query, key, value and output matrices), a count."""
-    if m.layout is not None:
-        return m.layout.uniform(lambda b: b.mixer.parameters if b.mixer.pair_flops else None, "attention part")
     q_and_out = 2 * m.width * m.heads * m.head_dim
     k_and_v = 2 * m.width * m.kv_heads * m.head_dim
     return q_and_out + k_and_v
@@ -25,34 +22,24 @@ def attention_params(m: ModelShape) -> int:
 
 def ffn_params(m: ModelShape) -> int:
     """Weights of one feed-forward part (two matrices, or three when gated), a count."""
-    if m.layout is not None:  # a mixture of experts: every expert, the router and any shared expert
-        return m.layout.uniform(lambda b: b.ffn.parameters if b.ffn else None, "feed-forward part")
-    return (3 if m.gated_ffn else 2) * m.width * m.ffn_width
+    return m.ffn_matrices * m.width * m.ffn_width
 
 
 def _norm_params(m: ModelShape) -> int:
-    return (2 if m.norm_bias else 1) * m.width
-
-
-def layer_params(m: ModelShape) -> int:
-    """Trainable numbers in one block: attention, feed-forward and its two normalisations."""
-    if m.layout is not None:
-        return m.layout.uniform(lambda b: b.parameters, "block")
-    return attention_params(m) + ffn_params(m) + 2 * _norm_params(m)
+    """Numbers of one normalisation: a scale per channel, and a bias for LayerNorm."""
+    return m.norm_numbers * m.width
 
 
 def parameter_count(m: ModelShape) -> int:
-    """Trainable numbers in the whole model: embeddings, every block, the final norm, the head."""
-    if m.layout is not None:
-        return m.layout.parameters
-    embeddings = m.vocab * m.width * (1 if m.tied_embeddings else 2)
-    return embeddings + m.layers * layer_params(m) + _norm_params(m)
+    """Trainable numbers in the whole model: embeddings, every block (attention, feed-forward
+    and two normalisations), the final norm, the head."""
+    embeddings = m.embedding_tables * m.vocab * m.width
+    block = attention_params(m) + ffn_params(m) + 2 * _norm_params(m)
+    return embeddings + m.layers * block + _norm_params(m)
 
 
 def weight_bytes(m: ModelShape) -> int:
     """Bytes the weights occupy at ``m.bytes_per_number`` bytes each."""
-    if m.layout is not None:  # a few parts may be held in float32 (see layout.py)
-        return m.layout.weight_bytes(m.bytes_per_number)
     return parameter_count(m) * m.bytes_per_number
 
 
@@ -73,9 +60,9 @@ def training_memory(
     are already held in that many bytes or more); the activations kept for the backward pass
     (``activation_bytes``); and the logits the loss reads (``logits_bytes``)."""
     p = parameter_count(m)
-    count("optimizer_states", optimizer_states)
-    count("state_bytes", state_bytes, minimum=1)
-    count("master_bytes", master_bytes, minimum=1)
+    checked_whole("optimizer_states", optimizer_states)
+    checked_whole("state_bytes", state_bytes, minimum=1)
+    checked_whole("master_bytes", master_bytes, minimum=1)
     return {
         "weights": p * m.bytes_per_number,
         "gradients": p * m.bytes_per_number,
@@ -88,66 +75,62 @@ def training_memory(
 
 def kv_bytes_per_token(m: ModelShape) -> int:
     """Bytes of keys and values one token adds to the cache, over all layers."""
-    if m.layout is not None:  # while no window is full yet
-        return m.layout.cache_bytes_per_token(m.bytes_per_number)
     return 2 * m.layers * m.kv_heads * m.head_dim * m.bytes_per_number
 
 
 def kv_cache_bytes(m: ModelShape, tokens: int, window: int | None = None) -> int:
     """Bytes of cache one conversation of ``tokens`` holds (only the last ``window`` if set)."""
-    count("tokens", tokens)
-    kept = tokens if window is None else min(tokens, count("window", window, minimum=1))
-    if m.layout is not None:  # windowed layers keep their window, running summaries a fixed state
-        return m.layout.cache_bytes(m.bytes_per_number, kept)
-    return kept * kv_bytes_per_token(m)
+    tokens = checked_whole("tokens", tokens)
+    if window is not None:
+        tokens = min(tokens, checked_whole("window", window, minimum=1))
+    return tokens * kv_bytes_per_token(m)
 
 
 def serving_bytes(m: ModelShape, tokens: int, conversations: int = 1) -> int:
     """Bytes to serve ``conversations`` at once, each ``tokens`` long: one copy of the
     weights plus one cache each."""
-    count("conversations", conversations)
+    conversations = checked_whole("conversations", conversations)
     return weight_bytes(m) + conversations * kv_cache_bytes(m, tokens)
 
 
 def _free_bytes(m: ModelShape, acc: Accelerator) -> int:
-    """Bytes of ``acc``'s memory left once one copy of the weights is loaded (an error if none)."""
+    """Bytes of ``acc``'s memory left once one copy of the weights is loaded (an error if
+    the weights do not fit)."""
     free = acc.memory_bytes - weight_bytes(m)
     if free < 0:
-        raise ValueError(f"the weights ({weight_bytes(m)} bytes) do not fit in {acc.memory_bytes} bytes")
+        raise ValueError(f"the weights ({weight_bytes(m)} bytes) do not fit in "
+                         f"{acc.memory_bytes} bytes")
     return free
 
 
 def longest_conversation(m: ModelShape, acc: Accelerator) -> int:
     """Most tokens one conversation can hold in the cache once the weights are loaded."""
-    free = _free_bytes(m, acc)
-    if m.layout is not None:  # None: the cache stops growing (windows, running summaries) and fits
-        return m.layout.longest_conversation(m.bytes_per_number, free)
-    return free // kv_bytes_per_token(m)
+    return _free_bytes(m, acc) // kv_bytes_per_token(m)
 
 
 def conversations_that_fit(m: ModelShape, acc: Accelerator, tokens: int) -> int:
     """Conversations of ``tokens`` each whose caches fit beside one copy of the weights."""
-    count("tokens", tokens, minimum=1)
-    if m.layout is not None:  # windows and running summaries make the cache a curve, not a line
-        return _free_bytes(m, acc) // kv_cache_bytes(m, tokens)
+    tokens = checked_whole("tokens", tokens, minimum=1)
     return longest_conversation(m, acc) // tokens
 
 
 def score_grid_bytes(tokens: int, bytes_per_number: int = 2) -> int:
     """Bytes of one head's full grid of attention scores, ``tokens`` by ``tokens``."""
-    count("tokens", tokens)
-    return tokens * tokens * count("bytes_per_number", bytes_per_number, minimum=1)
+    tokens = checked_whole("tokens", tokens)
+    bytes_per_number = checked_whole("bytes_per_number", bytes_per_number, minimum=1)
+    return tokens * tokens * bytes_per_number
 
 
 def summary_state_bytes(m: ModelShape, state_size: int = 16) -> int:
     """Bytes a stack of running-summary (state-space) layers holds: ``state_size``
     numbers per channel per layer, however long the conversation."""
-    return m.layers * m.width * count("state_size", state_size, minimum=1) * m.bytes_per_number
+    state_size = checked_whole("state_size", state_size, minimum=1)
+    return m.layers * m.width * state_size * m.bytes_per_number
 
 
 def hybrid_cache_bytes(m: ModelShape, tokens: int, attention_layers: int, state_size: int = 16) -> int:
     """Bytes a hybrid holds: a cache in ``attention_layers`` layers, a running summary in the rest."""
-    count("attention_layers", attention_layers)
+    attention_layers = checked_whole("attention_layers", attention_layers)
     if attention_layers > m.layers:
         raise ValueError(f"attention_layers={attention_layers} is more than the model's {m.layers} layers")
     per_layer_cache = kv_cache_bytes(m, tokens) // m.layers
@@ -165,7 +148,9 @@ def layer_activation_bytes(m: ModelShape, batch: int, seq_len: int, *, keep_scor
     and to s*b*h*34 without the score grids (``keep_scores=False``: recomputed, or never stored
     by a fused attention kernel). Grouped keys and values are kept at their own width; a gated
     feed-forward part keeps four inner vectors (gate, up, activated gate, product) instead of two."""
-    tokens = count("batch", batch, minimum=1) * count("seq_len", seq_len, minimum=1)
+    batch = checked_whole("batch", batch, minimum=1)
+    seq_len = checked_whole("seq_len", seq_len, minimum=1)
+    tokens = batch * seq_len
     n = m.bytes_per_number
     queries, kv = m.heads * m.head_dim, m.kv_heads * m.head_dim
     grid = m.heads * seq_len * tokens  # one score per head per pair of positions, per sequence
@@ -197,35 +182,7 @@ def activation_bytes(m: ModelShape, batch: int, seq_len: int, *, keep_scores: bo
 def logits_bytes(m: ModelShape, batch: int, seq_len: int, bytes_per_number: int = 4) -> int:
     """Bytes of the logits the loss reads: one score per word of the vocabulary for every
     position of the batch, at ``bytes_per_number`` bytes (4: the loss is taken in 32-bit floats)."""
-    tokens = count("batch", batch, minimum=1) * count("seq_len", seq_len, minimum=1)
-    return tokens * m.vocab * count("bytes_per_number", bytes_per_number, minimum=1)
-
-
-# --- Published architectures (ModelShape.layout): experts and running summaries ------------------
-
-def active_parameter_count(m: ModelShape) -> int:
-    """Parameters one token's step multiplies: all of them for a dense model; for a mixture of
-    experts, only the experts the router picks plus everything outside the experts."""
-    return parameter_count(m) if m.layout is None else m.layout.active_parameters
-
-
-def weight_bytes_read(m: ModelShape, tokens: int = 1) -> int:
-    """Bytes of weights one step reads when it carries ``tokens`` tokens at once: every weight
-    for a dense model; for a mixture of experts, the experts those tokens are expected to
-    touch if each picks its experts at random (all of them once the batch is large)."""
-    count("tokens", tokens)
-    return weight_bytes(m) if m.layout is None else m.layout.read_bytes(m.bytes_per_number, tokens)
-
-
-def running_summary_bytes(m: ModelShape) -> int:
-    """Bytes of running-summary (state-space) state one conversation holds, whatever its length
-    (0 for a model of attention layers only)."""
-    return 0 if m.layout is None else m.layout.state_bytes(m.bytes_per_number)
-
-
-def kv_bytes_per_token_past_windows(m: ModelShape) -> int:
-    """Bytes each token adds to the cache once every windowed layer's window is full (only the
-    layers that see the whole conversation still grow); ``kv_bytes_per_token`` without windows."""
-    if m.layout is None:
-        return kv_bytes_per_token(m)
-    return m.layout.cache_bytes_per_token_past_windows(m.bytes_per_number)
+    batch = checked_whole("batch", batch, minimum=1)
+    seq_len = checked_whole("seq_len", seq_len, minimum=1)
+    bytes_per_number = checked_whole("bytes_per_number", bytes_per_number, minimum=1)
+    return batch * seq_len * m.vocab * bytes_per_number

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._checks import count, fraction
+from .checks import checked_whole, checked_fraction
 from .sampling import softmax
 
 __all__ = [
@@ -33,22 +33,26 @@ def token_losses(logits: np.ndarray, targets: Sequence[int]) -> np.ndarray:
 
 def label_signals(tokens: int, tokens_per_label: int = 20) -> int:
     """Training signals from hand-written labels: one per ``tokens_per_label`` tokens of text."""
-    return count("tokens", tokens) // count("tokens_per_label", tokens_per_label, minimum=1)
+    tokens = checked_whole("tokens", tokens)
+    tokens_per_label = checked_whole("tokens_per_label", tokens_per_label, minimum=1)
+    return tokens // tokens_per_label
 
 
 def passes_to_score(tokens: int, teacher_forcing: bool = True) -> int:
     """Forward passes needed to score a sequence: one with teacher forcing, one per token without."""
-    return 1 if teacher_forcing else count("tokens", tokens, minimum=1)
+    return 1 if teacher_forcing else checked_whole("tokens", tokens, minimum=1)
 
 
 def whole_answer_accuracy(per_token: float, length: int) -> float:
     """Chance that every one of ``length`` tokens is right when each is right with ``per_token``."""
-    return fraction("per_token", per_token) ** count("length", length)
+    per_token = checked_fraction("per_token", per_token)
+    length = checked_whole("length", length)
+    return per_token**length
 
 
 def passes_without_cache(new_tokens: int, prompt: int = 0) -> int:
     """Positions pushed through the stack to write ``new_tokens`` when every step re-reads the row."""
-    n, p = count("new_tokens", new_tokens), count("prompt", prompt)
+    n, p = checked_whole("new_tokens", new_tokens), checked_whole("prompt", prompt)
     return sum(p + k for k in range(1, n + 1))
 
 

@@ -6,10 +6,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ._checks import count, fraction, positive
+from .checks import checked_whole, checked_fraction, checked_positive
 
 __all__ = [
-    "softmax", "entropy", "top_p_keep", "top_p_filter", "two_step_paths", "mean_chance_drawn",
+    "softmax", "entropy", "top_p_keep", "top_p_filter", "mean_chance_drawn",
     "beam_search", "top_k_keep",
 ]
 
@@ -18,7 +18,7 @@ def softmax(logits: Sequence[float] | np.ndarray, temperature: float = 1.0, axis
     """Chances (summing to 1 along ``axis``) from raw outputs divided by ``temperature``.
 
     Minus-infinity entries get a chance of exactly 0."""
-    t = positive("temperature", temperature)
+    t = checked_positive("temperature", temperature)
     z = np.asarray(logits, dtype=float) / t
     z = z - np.max(z, axis=axis, keepdims=True)
     e = np.exp(z)
@@ -36,7 +36,7 @@ def entropy(probs: Sequence[float] | np.ndarray) -> float:
 
 def top_p_keep(probs: Sequence[float] | np.ndarray, top_p: float) -> np.ndarray:
     """Indices of the words top-p keeps, most likely first: the fewest whose chances reach ``top_p``."""
-    p = fraction("top_p", top_p)
+    p = checked_fraction("top_p", top_p)
     probs = np.asarray(probs, dtype=float)
     order = np.argsort(-probs, kind="stable")
     running = np.cumsum(probs[order])
@@ -51,20 +51,6 @@ def top_p_filter(probs: Sequence[float] | np.ndarray, top_p: float) -> np.ndarra
     out = np.zeros_like(probs)
     out[kept] = probs[kept] / probs[kept].sum()
     return out
-
-
-def two_step_paths(
-    first: Sequence[float] | np.ndarray, second: Mapping[int, Sequence[float] | np.ndarray]
-) -> list[tuple[int, int, float]]:
-    """Every two-word path (first word, second word, joint chance) for the first words in
-    ``second``, best path first. The joint chance is the product of the two chances."""
-    first = np.asarray(first, dtype=float)
-    paths = [
-        (int(a), int(b), float(first[a] * pb))
-        for a, nxt in second.items()
-        for b, pb in enumerate(np.asarray(nxt, dtype=float))
-    ]
-    return sorted(paths, key=lambda path: -path[2])
 
 
 def mean_chance_drawn(probs: Sequence[float] | np.ndarray, drawn: Sequence[float] | np.ndarray) -> float:
@@ -88,8 +74,8 @@ def beam_search(
     (the product of their tokens' chances), best first. The first ``width`` of a round are
     kept; the answer is the first candidate of the last round. ``next_chances(prefix)``
     gives the chances of every token after ``prefix``. Width 1 is greedy decoding."""
-    count("steps", steps, minimum=1)
-    count("width", width, minimum=1)
+    checked_whole("steps", steps, minimum=1)
+    checked_whole("width", width, minimum=1)
     kept: list[tuple[tuple[int, ...], float]] = [((), 1.0)]
     rounds = []
     for _ in range(steps):
@@ -108,7 +94,7 @@ def top_k_keep(probs: Sequence[float] | np.ndarray, k: int) -> np.ndarray:
     """Indices of the words top-k keeps, most likely first: the ``k`` most likely, whatever
     their chances."""
     probs = np.asarray(probs, dtype=float)
-    count("k", k, minimum=1)
+    checked_whole("k", k, minimum=1)
     if k > probs.size:
         raise ValueError(f"k={k} is more than the {probs.size} words there are")
     return np.argsort(-probs, kind="stable")[:k]

@@ -15,7 +15,7 @@ word, losses, temperatures, top-p cuts, a two-step greedy tree, attention
 weights): undo softmax (a logit is the logarithm of a chance plus a shared
 constant), fix the entries the text leaves free by a small deterministic search,
 round. That derivation is provenance, not what the book teaches; it lives in
-``scripts/derive_simulated.py``, and a test checks that it rebuilds these tables.
+``simulated_derivation.py``, and a test checks that it rebuilds these tables.
 
 Only the tables are invented. Everything the book computes from them afterwards
 (chances, losses, entropies, top-p sets, attention weights) is real arithmetic on
@@ -69,7 +69,7 @@ TARGETS: tuple[str, ...] = SENTENCE
 """What the model should predict at positions 1..6: the sentence itself."""
 
 # --------------------------------------------------------------------------
-# The tables (produced by scripts/derive_simulated.py, then pasted here)
+# The tables (produced by simulated_derivation.py, then pasted here)
 # --------------------------------------------------------------------------
 
 LOGITS: tuple[tuple[float, ...], ...] = (

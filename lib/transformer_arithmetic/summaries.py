@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._checks import count, fraction
+from .checks import checked_whole, checked_fraction
 
 __all__ = [
     "surviving_weight", "run_summary", "token_weight", "parallel_scan", "selective_step",
@@ -21,12 +21,14 @@ __all__ = [
 
 def surviving_weight(rate: float, steps: int) -> float:
     """Share of a signal left after ``steps`` steps that each keep ``rate`` of it."""
-    return fraction("rate", rate) ** count("steps", steps)
+    rate = checked_fraction("rate", rate)
+    steps = checked_whole("steps", steps)
+    return rate**steps
 
 
 def _check_rates(rates: np.ndarray) -> None:
     for r in np.unique(rates):
-        fraction("rate", r)
+        checked_fraction("rate", r)
 
 
 def run_summary(inputs: Sequence[float], rates: Sequence[float] | float) -> np.ndarray:
@@ -46,8 +48,10 @@ def token_weight(rates: Sequence[float] | float, delivered: int, steps: int) -> 
     """Weight of the token delivered at step ``delivered`` at each of steps 0..steps-1 (0 before it).
 
     ``rates`` is one rate for every step or a sequence of ``steps`` rates."""
-    impulse = np.zeros(count("steps", steps, minimum=1))
-    if not 0 <= count("delivered", delivered) < steps:
+    steps = checked_whole("steps", steps, minimum=1)
+    delivered = checked_whole("delivered", delivered)
+    impulse = np.zeros(steps)
+    if not 0 <= delivered < steps:
         raise ValueError(f"delivered={delivered} lies outside steps 0..{steps - 1}")
     impulse[delivered] = 1.0
     return run_summary(impulse, rates)
@@ -73,12 +77,14 @@ def parallel_scan(inputs: Sequence[float], rates: Sequence[float] | float) -> tu
 
 def rate_to_keep(share: float, steps: int) -> float:
     """Rate each step must keep so that ``share`` of a signal is left after ``steps`` steps."""
-    return fraction("share", share) ** (1 / count("steps", steps, minimum=1))
+    share = checked_fraction("share", share)
+    steps = checked_whole("steps", steps, minimum=1)
+    return share ** (1 / steps)
 
 
 def steps_until(rate: float, share: float) -> int:
     """Fewest steps, each keeping ``rate``, after which less than ``share`` of a signal is left."""
-    r, p = fraction("rate", rate, high_closed=False), fraction("share", share)
+    r, p = checked_fraction("rate", rate, high_closed=False), checked_fraction("share", share)
     steps = max(0, math.ceil(math.log(p) / math.log(r)))
     while r**steps >= p:                      # round-off may leave the estimate one short ...
         steps += 1
@@ -110,9 +116,9 @@ def weight_matrix(rates: Sequence[float], writes: Sequence[float] | float = 1.0)
         raise ValueError(f"rates must be a non-empty sequence, got {rates!r}")
     b = np.broadcast_to(np.asarray(writes, dtype=float), a.shape)
     for r in np.unique(a):
-        fraction("rate", r, low_open=False)
+        checked_fraction("rate", r, low_open=False)
     for w in np.unique(b):
-        fraction("writes", w, low_open=False)
+        checked_fraction("writes", w, low_open=False)
     n = a.size
     out = np.zeros((n, n))
     out[0, 0] = b[0]
@@ -125,7 +131,7 @@ def weight_matrix(rates: Sequence[float], writes: Sequence[float] | float = 1.0)
 def scan_pairs(n: int) -> list[list[tuple[int, int]]]:
     """For each round of the parallel scan of ``n`` steps, the (earlier, later) positions that
     combine: in round r every position i >= 2**r takes in position i - 2**r."""
-    n = count("n", n, minimum=1)
+    n = checked_whole("n", n, minimum=1)
     rounds, gap = [], 1
     while gap < n:
         rounds.append([(i - gap, i) for i in range(gap, n)])
@@ -135,11 +141,12 @@ def scan_pairs(n: int) -> list[list[tuple[int, int]]]:
 
 def scan_rounds(n: int) -> int:
     """Rounds the parallel scan needs for ``n`` steps: ceil(log2 n), 0 for a single step."""
-    return (count("n", n, minimum=1) - 1).bit_length()
+    n = checked_whole("n", n, minimum=1)
+    return (n - 1).bit_length()
 
 
 def scan_combines(n: int) -> int:
     """Combining operations the parallel scan does over all its rounds for ``n`` steps (the walk
     does n - 1)."""
-    n = count("n", n, minimum=1)
+    n = checked_whole("n", n, minimum=1)
     return sum(n - 2**r for r in range(scan_rounds(n)))

@@ -6,9 +6,9 @@ channel: two for the query-key score and two for adding that key's value into th
 """
 from __future__ import annotations
 
-from ._checks import count
+from .checks import checked_whole
 from .masks import causal_pairs
-from .memory import active_parameter_count, attention_params, ffn_params, parameter_count
+from .memory import attention_params, ffn_params, parameter_count
 from .shapes import ModelShape
 
 __all__ = [
@@ -20,13 +20,12 @@ __all__ = [
 
 def layer_weight_flops(m: ModelShape, tokens: int) -> int:
     """Operations one layer spends multiplying ``tokens`` positions by its weight matrices."""
-    return 2 * count("tokens", tokens) * (attention_params(m) + ffn_params(m))
+    tokens = checked_whole("tokens", tokens)
+    return 2 * tokens * (attention_params(m) + ffn_params(m))
 
 
 def layer_pair_flops(m: ModelShape, tokens: int) -> int:
     """Operations one layer spends on the allowed (causal) pairs of a ``tokens``-long sequence."""
-    if m.layout is not None:
-        raise ValueError(f"{m.name}'s layers differ (windows, latent or no attention): use prefill_flops")
     return 4 * m.heads * m.head_dim * causal_pairs(tokens)
 
 
@@ -39,8 +38,6 @@ def pair_share(m: ModelShape, tokens: int) -> float:
 
 def pairs_pass_weights_at(m: ModelShape) -> int:
     """Shortest sequence, in tokens, at which one layer's pair work exceeds its weight work."""
-    if m.layout is not None:  # None if windows or a lack of attention keep the pairs below the weights
-        return m.layout.pairs_pass_weights_at()
     # pair > weight  <=>  4*H*d * T(T+1)/2 > 2*T*W  <=>  T + 1 > W / (H*d)
     per_channel = attention_params(m) + ffn_params(m)
     channels = m.heads * m.head_dim
@@ -49,36 +46,33 @@ def pairs_pass_weights_at(m: ModelShape) -> int:
 
 def decode_pair_flops(m: ModelShape, context: int) -> int:
     """Operations all layers spend on pairs when one new token reads ``context`` earlier ones."""
-    if m.layout is not None:  # a windowed layer reads at most window - 1 of them
-        return m.layout.decode_pair_flops(count("context", context))
-    return 4 * m.layers * m.heads * m.head_dim * count("context", context)
+    context = checked_whole("context", context)
+    return 4 * m.layers * m.heads * m.head_dim * context
 
 
 def decode_flops(m: ModelShape, context: int) -> int:
     """Operations to write one token after ``context`` tokens: every weight once, plus the pairs."""
-    if m.layout is not None:  # the weights one token uses (its experts), pairs, running summaries
-        return 2 * active_parameter_count(m) + decode_pair_flops(m, context) + m.layout.state_flops
     return 2 * parameter_count(m) + decode_pair_flops(m, context)
 
 
 def prefill_flops(m: ModelShape, tokens: int) -> int:
     """Operations to read a prompt of ``tokens`` in one pass: every weight for every token,
     plus every allowed pair in every layer."""
-    if m.layout is not None:
-        n = count("tokens", tokens)
-        return (2 * active_parameter_count(m) + m.layout.state_flops) * n + m.layout.prefill_pair_flops(n)
-    return 2 * parameter_count(m) * count("tokens", tokens) + m.layers * layer_pair_flops(m, tokens)
+    tokens = checked_whole("tokens", tokens)
+    return 2 * parameter_count(m) * tokens + m.layers * layer_pair_flops(m, tokens)
 
 
 def summary_flops_per_token(m: ModelShape, state_size: int = 16) -> int:
     """Operations a stack of running-summary layers spends on one more token: two
     multiply-adds per state number (update it, read it out), whatever came before."""
-    return 4 * m.layers * m.width * count("state_size", state_size, minimum=1)
+    state_size = checked_whole("state_size", state_size, minimum=1)
+    return 4 * m.layers * m.width * state_size
 
 
 def head_flops(m: ModelShape, positions: int) -> int:
     """Operations of the output layer (a vocabulary-by-width matrix) for ``positions`` positions."""
-    return 2 * count("positions", positions) * m.vocab * m.width
+    positions = checked_whole("positions", positions)
+    return 2 * positions * m.vocab * m.width
 
 
 def generation_flops(m: ModelShape, new_tokens: int, cache: bool = True) -> int:
@@ -89,7 +83,7 @@ def generation_flops(m: ModelShape, new_tokens: int, cache: bool = True) -> int:
     layers and the output layer and reads the k keys and values it attends to; without one
     it pushes all k positions through the layers and redoes every causal pair among them,
     though only the last position needs the output layer."""
-    n = count("new_tokens", new_tokens)
+    n = checked_whole("new_tokens", new_tokens)
     positions = n if cache else n * (n + 1) // 2          # sum of positions pushed over the n steps
     layers = m.layers * layer_weight_flops(m, positions)
     if cache:

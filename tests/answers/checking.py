@@ -6,16 +6,12 @@ another way (a real PyTorch object, a brute-force count, a different route throu
 arithmetic)}, and runs ``test_answer`` over them. ``tests/test_exercises.py`` checks that
 every glued answer has a check.
 
-Importing this module puts ``tests/`` on the path, so a check imported after it can use
-``book_files`` and ``decoder_reference`` (a real decoder's parameters, matrices and cache,
-measured once per shape).
+The checks can use ``book_files`` and ``decoder_reference`` (a real decoder's parameters,
+matrices and cache, measured once per shape): ``tests/`` is on pytest's ``pythonpath``.
 """
 import math
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from book_files import glued, stored  # noqa: E402
+from book_files import glued, stored
 
 
 def given(notebook: str) -> dict:

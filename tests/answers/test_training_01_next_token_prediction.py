@@ -9,7 +9,7 @@ import transformer_arithmetic as ta
 from checking import check
 from transformer_arithmetic import simulated
 
-pytestmark = pytest.mark.torch_kernels
+pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 
 NOTEBOOK = "training/01_next_token_prediction"
 

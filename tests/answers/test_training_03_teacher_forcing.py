@@ -9,7 +9,7 @@ import transformer_arithmetic as ta
 from checking import check
 from decoder_reference import parameters as torch_params  # a real decoder's, built on the meta device
 
-pytestmark = pytest.mark.torch_kernels
+pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 
 NOTEBOOK = "training/03_teacher_forcing"
 M, A = ta.EXAMPLE_MODEL, ta.EXAMPLE_ACCELERATOR

@@ -10,7 +10,7 @@ from decoder_reference import cache_bytes_per_token as real_cache_bytes_per_toke
 from decoder_reference import weight_bytes as real_weight_bytes
 from transformer_arithmetic.reference_model import Decoder
 
-pytestmark = pytest.mark.torch_kernels
+pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 
 NOTEBOOK = "training/04_kv_cache"
 

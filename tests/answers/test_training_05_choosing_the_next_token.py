@@ -7,7 +7,7 @@ import torch
 from checking import check
 from transformer_arithmetic import simulated
 
-pytestmark = pytest.mark.torch_kernels
+pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 
 NOTEBOOK = "training/05_choosing_the_next_token"
 VOCAB = simulated.VOCAB

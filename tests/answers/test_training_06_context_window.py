@@ -9,7 +9,7 @@ import transformer_arithmetic as ta
 from checking import check
 from decoder_reference import decode_work, prefill_work
 
-pytestmark = pytest.mark.torch_kernels
+pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 
 NOTEBOOK = "training/06_context_window"
 M, A = ta.EXAMPLE_MODEL, ta.EXAMPLE_ACCELERATOR

@@ -11,7 +11,7 @@ from checking import check
 from decoder_reference import cache_bytes_after as real_cache_bytes  # a real decode loop's cache
 from transformer_arithmetic.simulated import LOGITS
 
-pytestmark = pytest.mark.torch_kernels
+pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 
 NOTEBOOK = "training/08_in_python"
 

@@ -6,7 +6,7 @@ from torch.nn import functional as F
 from checking import check
 from transformer_arithmetic import simulated
 
-pytestmark = pytest.mark.torch_kernels
+pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 
 NOTEBOOK = "why_won/01_convolutions"
 

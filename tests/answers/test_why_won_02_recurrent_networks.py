@@ -7,7 +7,7 @@ import transformer_arithmetic as ta
 from checking import check
 from decoder_reference import cache_bytes_per_token, parameters
 
-pytestmark = pytest.mark.torch_kernels
+pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 
 NOTEBOOK = "why_won/02_recurrent_networks"
 

@@ -10,7 +10,7 @@ from decoder_reference import cache_bytes_per_token as real_cache_bytes_per_toke
 from decoder_reference import parameters as real_parameters  # a real decoder's, built on the meta device
 from transformer_arithmetic.reference_model import Decoder
 
-pytestmark = pytest.mark.torch_kernels
+pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 
 NOTEBOOK = "why_won/03_what_attention_costs"
 UNITS = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30}

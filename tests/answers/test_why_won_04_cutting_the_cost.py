@@ -10,7 +10,7 @@ from checking import check
 from decoder_reference import cache_bytes_per_token as real_cache_bytes_per_token  # of a real decode loop
 from decoder_reference import weight_bytes as real_weight_bytes  # a real decoder's, built on the meta device
 
-pytestmark = pytest.mark.torch_kernels
+pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 
 NOTEBOOK = "why_won/04_cutting_the_cost"
 

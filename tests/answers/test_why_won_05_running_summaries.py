@@ -9,7 +9,7 @@ import transformer_arithmetic as ta
 from checking import check
 from decoder_reference import DTYPES, cache_bytes_per_token  # of a real decode loop
 
-pytestmark = pytest.mark.torch_kernels
+pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 
 NOTEBOOK = "why_won/05_running_summaries"
 M = ta.EXAMPLE_MODEL

@@ -10,7 +10,7 @@ import transformer_arithmetic as ta
 from checking import check
 from decoder_reference import cache_bytes_per_token, parameters  # a real decode loop's cache; a real decoder's
 
-pytestmark = pytest.mark.torch_kernels
+pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 
 NOTEBOOK = "why_won/06_still_open"
 M, A = ta.EXAMPLE_MODEL, ta.EXAMPLE_ACCELERATOR

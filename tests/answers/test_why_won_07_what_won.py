@@ -9,7 +9,7 @@ import transformer_arithmetic as ta
 from checking import check
 from decoder_reference import DTYPES, cache_bytes_per_token, parameters  # a real decode loop's cache; a real decoder's
 
-pytestmark = pytest.mark.torch_kernels
+pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 
 NOTEBOOK = "why_won/07_what_won"
 M, A = ta.EXAMPLE_MODEL, ta.EXAMPLE_ACCELERATOR

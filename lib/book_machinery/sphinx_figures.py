@@ -1,7 +1,7 @@
 """Sphinx glue for the book's pages, through documented hooks only.
 
 1. Figures carry their alt text in the notebook output's metadata (see
-   ``transformer_arithmetic.figures.show``). myst-nb reads only width and height from there,
+   ``book_machinery.figures.show``). myst-nb reads only width and height from there,
    so the library registers a myst-nb mime renderer plugin (entry point group
    ``myst_nb.mime_renderers``, name ``book-alt-text``) that puts the alt text on the image.
    This extension stops the build at once if that plugin is not installed.

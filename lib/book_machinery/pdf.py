@@ -1,16 +1,16 @@
 """Print the whole book as one PDF: Jupyter Book's single-page build, printed by headless Chromium.
 
-    python scripts/pdf.py                    # book/_build/pdf/<title>.pdf, then the site that offers it
-    python scripts/pdf.py --no-site          # the PDF alone
-    python scripts/pdf.py --path-output DIR  # build into DIR/_build/ instead of book/_build/ (tests)
-    python scripts/pdf.py --paper Letter     # any paper size Chromium knows (default A4)
+    python -m book_machinery.pdf                   # book/_build/pdf/<title>.pdf, then the site
+    python -m book_machinery.pdf --no-site         # the PDF alone
+    python -m book_machinery.pdf --path-output DIR # build into DIR/_build/ (the tests do)
+    python -m book_machinery.pdf --paper Letter    # any paper size Chromium knows (default A4)
 
 1. `jupyter-book build --builder singlehtml -W -n --keep-going`: every page of the book in one
    HTML file, warnings fail the build as for the site.
 2. Debian's Chromium, driven by Playwright (no browser is downloaded), loads that file with
    nothing fetched from the network and the site's interactive scripts (search, sidebars,
    toggle buttons) left out, waits until MathJax has typeset every formula and every image
-   is decoded, then runs scripts/pdf_prepare.js: title page, contents, a named page per
+   is decoded, then runs pdf_prepare.js (beside this module): title page, contents, a named page per
    document for the running headers, dropdowns opened, solutions moved to an appendix,
    links shown as references. book/_static/print.css is the print stylesheet.
 3. It prints twice: the first print tells where every section, exercise and solution
@@ -18,7 +18,7 @@
    carries those page numbers in the contents and in the exercise/solution pointers.
    If a number moved between prints, it prints again (at most twice more).
 4. Unless --no-site: `jupyter-book build -W -n --keep-going book` builds the site, whose
-   header then links the PDF (book/_ext/book_print.py copies it into _build/html/_downloads/).
+   header then links the PDF (``sphinx_print.py`` copies it into _build/html/_downloads/).
 
 Also writes <title>.json beside the PDF: page count, size, time, and what was printed.
 """
@@ -37,10 +37,10 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+from .execute import ROOT
+from .sphinx_print import pdf_name  # the site links the PDF by the same name
+
 BOOK = ROOT / "book"
-sys.path.insert(0, str(BOOK / "_ext"))
-from book_print import pdf_name  # noqa: E402  (the site links the PDF by the same name)
 PREPARE_JS = Path(__file__).with_name("pdf_prepare.js")
 JB = Path(sys.executable).with_name("jupyter-book")
 
@@ -224,7 +224,7 @@ def print_book(page: Path, pdf: Path, paper: str, options: dict) -> dict:
                 finish(draft, pdf, {
                     "Title": options["title"], "Author": options.get("author", ""),
                     "Subject": options.get("edition", ""), "Producer": "Chromium (Skia/PDF), qpdf",
-                    "Creator": "Jupyter Book (single-page build), printed by scripts/pdf.py"})
+                    "Creator": "Jupyter Book (single-page build), printed by book_machinery.pdf"})
         finally:
             browser.close()
     if outside:

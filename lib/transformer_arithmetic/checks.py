@@ -1,23 +1,23 @@
-"""Argument checks shared by the modules: each raises ValueError naming the bad value."""
+"""Argument checks shared by the modules: each returns the value it checked, or raises a
+ValueError naming the bad argument. Call them before a formula, never inside one."""
 from __future__ import annotations
 
 import math
 
 
-def count(name: str, value: object, *, minimum: int = 0) -> int:
-    """Return ``value`` if it is a whole number >= ``minimum``, else raise ValueError."""
-    if isinstance(value, bool) or not isinstance(value, (int,)) and not (
-        hasattr(value, "__index__")
-    ):
+def checked_whole(name: str, value: object, *, minimum: int = 0) -> int:
+    """``value`` as an int if it is a whole number of at least ``minimum``."""
+    if isinstance(value, bool) or not (isinstance(value, int) or hasattr(value, "__index__")):
         raise ValueError(f"{name} must be a whole number, got {value!r}")
-    value = int(value)  # numpy integers arrive here too
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
-    return value
+    number = int(value)  # numpy integers arrive here too
+    if number < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {number}")
+    return number
 
 
-def fraction(name: str, value: object, *, low_open: bool = True, high_closed: bool = True) -> float:
-    """Return ``value`` if it lies in (0, 1] (the default ends), else raise ValueError."""
+def checked_fraction(name: str, value: object, *, low_open: bool = True,
+                     high_closed: bool = True) -> float:
+    """``value`` as a float if it lies in (0, 1] (the default ends)."""
     try:
         v = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
@@ -31,8 +31,8 @@ def fraction(name: str, value: object, *, low_open: bool = True, high_closed: bo
     return v
 
 
-def positive(name: str, value: object) -> float:
-    """Return ``value`` if it is a finite number > 0, else raise ValueError."""
+def checked_positive(name: str, value: object) -> float:
+    """``value`` as a float if it is a finite number above 0."""
     try:
         v = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):

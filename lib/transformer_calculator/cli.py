@@ -1,6 +1,7 @@
-"""Command line: ``python -m transformer_arithmetic report CONFIG.json [--accelerator ...] [--json]``.
+"""Command line: ``python -m transformer_calculator report CONFIG.json [--accelerator ...]
+[--json]``.
 
-A thin layer over ``hf_config.read_config`` and ``report.report``: it reads the sizes
+A thin layer over ``config.read_config`` and ``report.report``: it reads the sizes
 from a Hugging Face style config.json (never weights, never the internet) and prints
 the book's arithmetic for that model on an accelerator.
 """
@@ -11,8 +12,9 @@ import json
 import sys
 from pathlib import Path
 
-from .hf_config import example_config_path, example_configs, read_config
-from .report import format_report, parse_accelerator, report
+from .chips import parse_accelerator
+from .config import example_config_path, example_configs, read_config
+from .report import format_report, report
 
 
 class _UsageError(Exception):
@@ -33,7 +35,7 @@ def _accelerator(text: str):
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
-        prog="python -m transformer_arithmetic",
+        prog="python -m transformer_calculator",
         description="The arithmetic of transformers for your own model: parameters, memory, time.")
     commands = parser.add_subparsers(dest="command", required=True)
     rep = commands.add_parser(
@@ -91,7 +93,3 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the reader stopped early (e.g. piped into head)
         sys.stdout = None  # type: ignore[assignment]  # nothing more can be written
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,5 @@
-"""Sphinx glue for the print edition (`make pdf`, scripts/pdf.py), through documented hooks only.
+"""Sphinx glue for the print edition (`make pdf`, ``book_machinery.pdf``), through documented
+hooks only.
 
 1. The PDF is printed from Jupyter Book's single-page build (``--builder singlehtml``). Sphinx
    looks up a node's HTML visitors under the builder's name and falls back to the ``html``
@@ -30,7 +31,7 @@ BUTTON = "book-pdf-button.html"
 
 
 def pdf_name(title: str) -> str:
-    """The PDF's file name: the book's title in lower case, words joined by hyphens (as scripts/pdf.py)."""
+    """The PDF's file name: the book's title in lower case, words joined by hyphens (as ``pdf.py``)."""
     return (re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") or "book") + ".pdf"
 
 

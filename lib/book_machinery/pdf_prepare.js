@@ -1,4 +1,4 @@
-// Turns Jupyter Book's single-page HTML build into a printed book (run by scripts/pdf.py in
+// Turns Jupyter Book's single-page HTML build into a printed book (run by book_machinery/pdf.py in
 // headless Chromium, before page.pdf). Nothing here names a page of this book: it works from
 // the structure every single-page build has.
 //
@@ -12,7 +12,7 @@
 //   - links become references: an external link shows its address, a link to a section that
 //     does not already name its number gets "(§ 1.2)";
 //   - page numbers of the contents and of exercise/solution pointers: the first print writes
-//     placeholders; scripts/pdf.py reads where every anchor landed from the PDF and calls
+//     placeholders; pdf.py reads where every anchor landed from the PDF and calls
 //     window.bookPrint.fillPages(...) before the second print.
 (() => {
   "use strict";

@@ -1,6 +1,6 @@
 """How the simulated example's tables were made (provenance; the book does not run this).
 
-    python scripts/derive_simulated.py     # prints the three tables, as pasted into simulated.py
+    python -m transformer_arithmetic.simulated_derivation   # prints the three tables
 
 ``tests/test_simulated.py`` checks that these functions give back the stored tables exactly.
 """
@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from transformer_arithmetic.sampling import entropy as _entropy
-from transformer_arithmetic.sampling import softmax as _softmax
-from transformer_arithmetic.sampling import top_p_keep
-from transformer_arithmetic.simulated import LOGITS, TARGETS, VOCAB
+from .sampling import entropy as _entropy
+from .sampling import softmax as _softmax
+from .sampling import top_p_keep
+from .simulated import LOGITS, TARGETS, VOCAB
 
 # --------------------------------------------------------------------------
 # How the tables were made

@@ -1,12 +1,12 @@
-"""Reading a Hugging Face style ``config.json`` into a ``ModelShape``, guessing nothing silently.
+"""Reading a Hugging Face style ``config.json`` into a ``Model``, guessing nothing silently.
 
 Only the sizes are read: no weights, nothing from the internet. The file's
-``model_type`` names its family, and ``families.py`` reads the family the way the
+``model_type`` names its family, and ``families/`` reads the family the way the
 ``transformers`` library does: the family's own field names and aliases, the defaults
 of its config class for fields the file leaves out, and the layout of its blocks
 (normalisations, biases, position table, attention kind, windowed layers, experts,
-running-summary layers). The result is a ``ModelShape`` whose ``layout`` holds every
-part, and a list of notes: which family it was read as, each default used, and where
+running-summary layers). The result is a ``Model`` whose ``layout`` holds every part,
+and a list of notes: which family it was read as, each default used, and where
 ``transformers`` itself stores more than the architecture needs.
 
 Refused, with one line naming the field:
@@ -32,21 +32,13 @@ import dataclasses
 import json
 from pathlib import Path
 
-from .families import (FAMILIES, GENERIC, GPT2_NAMES, STRUCTURE_FIELDS, Family, Reader, _short, family_for,
-                       width_field)
-from .layout import Attention, Experts, LatentAttention, Layout
-from .shapes import ModelShape
+from .families import GENERIC, GPT2_NAMES, STRUCTURE_FIELDS, Family, Reader, family_for, short
+from .families.rules import width_field
+from .layout import Layout
+from .model import Model
 
-__all__ = [
-    "GATED_MODEL_TYPES", "PLAIN_MODEL_TYPES", "DTYPE_BYTES", "HARMLESS_FIELDS", "shape_from_config",
-    "read_config", "example_configs", "example_config_path",
-]
-
-GATED_MODEL_TYPES = frozenset(t for f in FAMILIES if f.ffn_width is not None and f.gated for t in f.model_types)
-"""Known model types whose feed-forward part is gated: three matrices (gate, up, down)."""
-
-PLAIN_MODEL_TYPES = frozenset(t for f in FAMILIES if f.ffn_width is not None and not f.gated for t in f.model_types)
-"""Known model types whose feed-forward part is plain: two matrices with one activation between."""
+__all__ = ["DTYPE_BYTES", "HARMLESS_FIELDS", "model_from_config", "read_config",
+           "example_configs", "example_config_path"]
 
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 """Bytes a number takes for each ``torch_dtype`` the reader accepts."""
@@ -89,13 +81,13 @@ def _bytes_per_number(cfg: dict, notes: list[str]) -> int:
         return 4
     for k in keys:
         if not isinstance(cfg[k], str):
-            raise ValueError(f"config field {k} must be a string such as \"bfloat16\", got {_short(cfg[k])}")
+            raise ValueError(f"config field {k} must be a string such as \"bfloat16\", got {short(cfg[k])}")
     values = {cfg[k].removeprefix("torch.") for k in keys}
     if len(values) > 1:
         raise ValueError(f"config fields torch_dtype and dtype disagree: {sorted(values)}")
     value = values.pop()
     if value not in DTYPE_BYTES:
-        raise ValueError(f"config field torch_dtype={_short(value)} is not one of {sorted(DTYPE_BYTES)}")
+        raise ValueError(f"config field torch_dtype={short(value)} is not one of {sorted(DTYPE_BYTES)}")
     return DTYPE_BYTES[value]
 
 
@@ -105,7 +97,7 @@ def _generic(cfg: dict, model_type: str | None, notes: list[str]) -> Family:
     explicit = cfg.get("gated_ffn")
     if explicit is not None:
         if not isinstance(explicit, bool):
-            raise ValueError(f"config field gated_ffn must be true or false, got {_short(explicit)}")
+            raise ValueError(f"config field gated_ffn must be true or false, got {short(explicit)}")
         gated = explicit
         notes.append(f"feed-forward: {'gated' if gated else 'plain'}, as gated_ffn says")
     else:
@@ -121,7 +113,7 @@ def _generic(cfg: dict, model_type: str | None, notes: list[str]) -> Family:
         elif name in _PLAIN_ACTIVATIONS:
             gated = False
         else:
-            raise ValueError(f"config field {act_key}={_short(act)} does not say whether the feed-forward part is "
+            raise ValueError(f"config field {act_key}={short(act)} does not say whether the feed-forward part is "
                              'gated: add "gated_ffn": true or false')
         notes.append(f"feed-forward: {'gated (three matrices)' if gated else 'plain (two matrices)'}, judged "
                      f"from {act_key}={act!r} for an unknown model_type; set \"gated_ffn\" to override")
@@ -148,18 +140,18 @@ def _refuse_unread(cfg: dict, r: Reader, family: Family, used: dict[str, int], k
             continue
         value = cfg[key]
         if key == "gated_ffn" and known and value is not None and value != used[key]:
-            raise ValueError(f"config field gated_ffn={_short(value)} contradicts the {family.title} layout")
+            raise ValueError(f"config field gated_ffn={short(value)} contradicts the {family.title} layout")
         if _neutral(value) or used.get(key) == value:
             continue
         if not known:
             if key in HARMLESS_FIELDS:
                 continue
-            raise ValueError(f"config field {key}={_short(value)} is not understood for model_type "
+            raise ValueError(f"config field {key}={short(value)} is not understood for model_type "
                              f"{cfg.get('model_type')!r}, which is not a family this calculator knows, and "
                              "it could change the count")
         if key in STRUCTURE_FIELDS:
             hint = f" (they read {_OTHER_NAMES[key]})" if key in _OTHER_NAMES else ""
-            raise ValueError(f"config field {key}={_short(value)} is not read by {family.title} models in "
+            raise ValueError(f"config field {key}={short(value)} is not read by {family.title} models in "
                              f"transformers{hint}, so the count cannot follow it")
 
 
@@ -173,24 +165,6 @@ def _refuse_global(cfg: dict) -> None:
     if cfg.get("is_encoder_decoder") not in (None, False) or cfg.get("add_cross_attention") not in (None, False):
         raise ValueError("config field is_encoder_decoder (or add_cross_attention) is set: this calculator "
                          "covers decoder-only models")
-
-
-def _summary(layout: Layout, bpn: int, name: str) -> ModelShape:
-    """The ``ModelShape`` fields that describe the model for display (the layout does the counting)."""
-    first = next((b.mixer for b in layout.blocks if isinstance(b.mixer, (Attention, LatentAttention))), None)
-    if isinstance(first, Attention):
-        heads, kv_heads, head_dim = first.heads, first.kv_heads, first.head_dim
-    elif isinstance(first, LatentAttention):  # one latent shared by every head, like multi-query
-        heads, kv_heads, head_dim = first.heads, 1, first.nope_dim + first.rope_dim
-    else:  # no attention at all: a single head as wide as the model, which no count uses
-        heads, kv_heads, head_dim = 1, 1, layout.width
-    ffn = next((b.ffn for b in layout.blocks if b.ffn is not None), None)
-    ffn_width = ffn.inner if ffn is not None else layout.width
-    gated = isinstance(ffn, Experts) or bool(ffn is not None and ffn.gated)
-    return ModelShape(layers=len(layout.blocks), heads=heads, head_dim=head_dim, ffn_width=ffn_width,
-                      vocab=layout.vocab, kv_heads=kv_heads, width=layout.width, bytes_per_number=bpn,
-                      gated_ffn=gated, tied_embeddings=layout.tied, norm_bias=layout.norm == "LayerNorm",
-                      name=name, layout=layout)
 
 
 def _layout_notes(layout: Layout, bpn: int, cfg: dict) -> list[str]:
@@ -211,14 +185,14 @@ def _layout_notes(layout: Layout, bpn: int, cfg: dict) -> list[str]:
     return notes
 
 
-def shape_from_config(cfg: dict, name: str = "model") -> tuple[ModelShape, list[str]]:
-    """A ``ModelShape`` (with its exact ``layout``) from a config dictionary, and the notes saying
-    which family it was read as and every default and rule used."""
+def model_from_config(cfg: dict, name: str = "model") -> tuple[Model, list[str]]:
+    """The ``Model`` (its exact layout and number format) a config dictionary describes, and
+    the notes saying which family it was read as and every default and rule used."""
     if not isinstance(cfg, dict):
         raise ValueError(f"a config must be a JSON object, got {type(cfg).__name__}")
     model_type = cfg.get("model_type")
     if model_type is not None and not isinstance(model_type, str):
-        raise ValueError(f"config field model_type must be a string, got {_short(model_type)}")
+        raise ValueError(f"config field model_type must be a string, got {short(model_type)}")
     _refuse_global(cfg)
     family = family_for(model_type)
     known = family is not GENERIC
@@ -231,18 +205,20 @@ def shape_from_config(cfg: dict, name: str = "model") -> tuple[ModelShape, list[
     r = Reader(cfg, family.title)
     layout = family.build(r)
     bpn = _bytes_per_number(cfg, notes)
-    shape = _summary(layout, bpn, name)
-    used = {"num_key_value_heads": shape.kv_heads, "num_kv_heads": shape.kv_heads, "head_dim": shape.head_dim,
-            "num_attention_heads": shape.heads, "intermediate_size": shape.ffn_width, "n_inner": shape.ffn_width,
-            "ffn_dim": shape.ffn_width, "ffn_hidden_size": shape.ffn_width, "gated_ffn": shape.gated_ffn,
-            "hidden_size": shape.width, "n_embd": shape.width, "n_embed": shape.width,
-            "num_hidden_layers": shape.layers, "n_layer": shape.layers, "n_head": shape.heads}
+    model = Model(layout=layout, bytes_per_number=bpn, name=name)
+    s = model.summary()
+    used = {"num_key_value_heads": s["kv_heads"], "num_kv_heads": s["kv_heads"],
+            "head_dim": s["head_dim"], "num_attention_heads": s["heads"], "n_head": s["heads"],
+            "intermediate_size": s["ffn_width"], "n_inner": s["ffn_width"],
+            "ffn_dim": s["ffn_width"], "ffn_hidden_size": s["ffn_width"],
+            "gated_ffn": s["gated_ffn"], "hidden_size": s["width"], "n_embd": s["width"],
+            "n_embed": s["width"], "num_hidden_layers": s["layers"], "n_layer": s["layers"]}
     _refuse_unread(cfg, r, family, used, known)
-    return shape, notes + r.notes + _layout_notes(layout, bpn, cfg)
+    return model, notes + r.notes + _layout_notes(layout, bpn, cfg)
 
 
-def read_config(path: str | Path) -> tuple[ModelShape, list[str]]:
-    """The shape described by a ``config.json`` file (named after the file), and its notes."""
+def read_config(path: str | Path) -> tuple[Model, list[str]]:
+    """The model a ``config.json`` file describes (named after the file), and its notes."""
     path = Path(path)
     if path.is_dir():
         path = path / "config.json"
@@ -259,7 +235,7 @@ def read_config(path: str | Path) -> tuple[ModelShape, list[str]]:
     except RecursionError:
         raise ValueError(f"{path.name} is nested too deeply to be a config.json") from None
     stem = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
-    return shape_from_config(cfg, name=stem)
+    return model_from_config(cfg, name=stem)
 
 
 def example_configs() -> list[Path]:

@@ -1,25 +1,25 @@
 """One model on one accelerator: every headline number of the book, in one dictionary.
 
-``report(model, acc)`` gathers the numbers from ``memory``, ``work`` and ``timing``
-(nothing is computed here that those modules do not already compute), and
-``format_report`` lays the same dictionary out as a readable table. Both the
-command line (``python -m transformer_arithmetic report CONFIG.json``) and the
-appendix notebook use them. Times are the roofline model of ``timing``: the slower of
-the arithmetic and the reading, so a real chip is slower, never faster.
+``report(model, acc)`` gathers the numbers from ``costs`` (nothing is computed here that
+``costs`` does not already compute), and ``format_report`` lays the same dictionary out as
+a readable table. Both the command line (``python -m transformer_calculator report
+CONFIG.json``) and the appendix notebook use them. Times are the book's roofline: the
+slower of the arithmetic and the reading, so a real chip is slower, never faster.
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 
-from . import memory, timing, work
-from .layout import Experts
-from .prose import size_text
-from .shapes import EXAMPLE_ACCELERATOR, GIB, KIB, Accelerator, ModelShape, rates_text
+from transformer_arithmetic import Accelerator
+from transformer_arithmetic.units import KIB, rates_text, size_text
 
-__all__ = [
-    "LENGTHS", "BATCHES", "BATCH_CONTEXT", "report", "format_report", "parse_accelerator",
-]
+from . import costs
+from .feedforward import Experts
+from .model import Model
+from .mixers import MixerKind
+
+__all__ = ["LENGTHS", "BATCHES", "BATCH_CONTEXT", "report", "format_report", "rules"]
 
 LENGTHS = (1_024, 8_192, 32_768, 131_072)
 """Conversation lengths, in tokens, at which the report gives the cache, the fit and the times."""
@@ -30,19 +30,9 @@ BATCHES = (1, 8, 32, 64, 128, 256)
 BATCH_CONTEXT = 2_048
 """Tokens already in each conversation for the throughput table."""
 
-ACCELERATOR_RANGES = ((1.0, 1e30), (1.0, 1e30), (1e-6, 1e12))
-"""Accepted ranges of an accelerator's operations a second, bytes a second and memory in GiB:
-far beyond any real chip, yet narrow enough that every time and count stays a finite number."""
-
-
-def _limit(m: ModelShape, acc: Accelerator, context: int, batch: int = 1) -> str:
-    reading = timing.reading_time(m, acc, context, batch)
-    return "reading" if reading >= timing.arithmetic_time(m, acc, context, batch) else "arithmetic"
-
-
 def report(
-    model: ModelShape,
-    acc: Accelerator = EXAMPLE_ACCELERATOR,
+    model: Model,
+    acc: Accelerator,
     *,
     lengths: Sequence[int] = LENGTHS,
     batches: Sequence[int] = BATCHES,
@@ -56,78 +46,75 @@ def report(
     running summary) and fits however long the conversation gets; ``pairs_pass_weights_at``
     is None when the pair work never passes the weight work."""
     m = model
-    weights = memory.weight_bytes(m)
+    weights = costs.weight_bytes(m)
     fits = weights <= acc.memory_bytes
-    longest = memory.longest_conversation(m, acc) if fits else 0
+    longest = costs.longest_conversation(m, acc) if fits else 0
     fit_rows = [
-        {"tokens": n, "cache_bytes": memory.kv_cache_bytes(m, n),
-         "conversations_that_fit": memory.conversations_that_fit(m, acc, n) if fits else 0}
+        {"tokens": n, "cache_bytes": costs.cache_bytes(m, n),
+         "conversations_that_fit": costs.conversations_that_fit(m, acc, n) if fits else 0}
         for n in lengths
     ]
     time_rows = []
     for n in lengths:
-        step = timing.decode_step_time(m, acc, n)
+        step = costs.decode_step_time(m, acc, n)
         time_rows.append({
             "context": n, "seconds_per_token": step, "tokens_per_s": 1 / step,
-            "arithmetic_seconds": timing.arithmetic_time(m, acc, n),
-            "reading_seconds": timing.reading_time(m, acc, n), "limited_by": _limit(m, acc, n),
-            "prefill_seconds": timing.prefill_time(m, acc, n),
+            "arithmetic_seconds": costs.arithmetic_time(m, acc, n),
+            "reading_seconds": costs.reading_time(m, acc, n),
+            "limited_by": costs.limited_by(m, acc, n),
+            "prefill_seconds": costs.prefill_time(m, acc, n),
         })
-    batch_fit = memory.conversations_that_fit(m, acc, batch_context) if fits else 0
+    batch_fit = costs.conversations_that_fit(m, acc, batch_context) if fits else 0
     batch_rows = [
-        {"batch": b, "tokens_per_s": timing.throughput(m, acc, batch_context, b),
-         "wait_seconds": timing.decode_step_time(m, acc, batch_context, b),
-         "limited_by": _limit(m, acc, batch_context, b),
-         "memory_bytes": memory.serving_bytes(m, batch_context, b), "fits": b <= batch_fit}
+        {"batch": b, "tokens_per_s": costs.throughput(m, acc, batch_context, b),
+         "wait_seconds": costs.decode_step_time(m, acc, batch_context, b),
+         "limited_by": costs.limited_by(m, acc, batch_context, b),
+         "memory_bytes": costs.serving_bytes(m, batch_context, b), "fits": b <= batch_fit}
         for b in batches
     ]
+    window = m.layout.longest_window
     result = {
         "model": _model(m),
         "accelerator": {
             "name": acc.name, "flops_per_s": float(acc.flops_per_s),
             "bytes_per_s": float(acc.bytes_per_s), "memory_bytes": int(acc.memory_bytes),
         },
-        "parameters": memory.parameter_count(m),
-        "active_parameters": memory.active_parameter_count(m),
+        "parameters": costs.parameters(m),
+        "active_parameters": costs.active_parameters(m),
         "weight_bytes": weights,
         "weights_fit": fits,
-        "kv_bytes_per_token": memory.kv_bytes_per_token(m),
-        "kv_bytes_per_token_past_windows": memory.kv_bytes_per_token_past_windows(m),
-        "windows_full_at": m.layout.longest_window if m.layout is not None and m.layout.longest_window else None,
-        "running_summary_bytes": memory.running_summary_bytes(m),
+        "kv_bytes_per_token": costs.cache_bytes_per_token(m),
+        "kv_bytes_per_token_past_windows": costs.cache_bytes_per_token_past_windows(m),
+        "windows_full_at": window if window else None,
+        "running_summary_bytes": costs.state_bytes(m),
         "longest_conversation": longest,
         "lengths": fit_rows,
         "decode": time_rows,
         "batch_context": batch_context,
         "conversations_that_fit_at_batch_context": batch_fit,
         "throughput": batch_rows,
-        "pairs_pass_weights_at": work.pairs_pass_weights_at(m),
+        "pairs_pass_weights_at": costs.pairs_pass_weights_at(m),
         "notes": list(notes),
     }
     _check_finite(result)
     return result
 
 
-def _model(m: ModelShape) -> dict:
-    """The model's description: the summary fields, and for a published layout its family and layers."""
-    out = {
-        "name": m.name, "layers": m.layers, "heads": m.heads, "kv_heads": m.kv_heads,
-        "head_dim": m.head_dim, "width": m.width, "ffn_width": m.ffn_width, "vocab": m.vocab,
-        "gated_ffn": m.gated_ffn, "tied_embeddings": m.tied_embeddings,
-        "norm": "LayerNorm" if m.norm_bias else "RMSNorm", "bytes_per_number": m.bytes_per_number,
+def _model(m: Model) -> dict:
+    """The model's description: a few sizes, its family and the kinds of its layers."""
+    layout = m.layout
+    experts = [b.ffn for b in layout.blocks if isinstance(b.ffn, Experts)]
+    attention = layout.count(MixerKind.ATTENTION) + layout.count(MixerKind.LATENT_ATTENTION)
+    return {
+        **m.summary(),
+        "family": layout.family, "layer_kinds": layout.describe(),
+        "attention_layers": attention,
+        "windowed_layers": sum(1 for b in layout.blocks if b.windowed),
+        "running_summary_layers": layout.count(MixerKind.RUNNING_SUMMARY),
+        "expert_layers": len(experts),
+        "experts": experts[0].count if experts else None,
+        "experts_per_token": experts[0].per_token if experts else None,
     }
-    if m.layout is not None:
-        experts = [b.ffn for b in m.layout.blocks if isinstance(b.ffn, Experts)]
-        out.update({
-            "family": m.layout.family, "norm": m.layout.norm, "layer_kinds": m.layout.describe(),
-            "attention_layers": sum(1 for b in m.layout.blocks if b.mixer.pair_flops),
-            "windowed_layers": sum(1 for b in m.layout.blocks if b.kept is not None),
-            "running_summary_layers": sum(1 for b in m.layout.blocks if not b.mixer.pair_flops),
-            "expert_layers": len(experts),
-            "experts": experts[0].count if experts else None,
-            "experts_per_token": experts[0].per_token if experts else None,
-        })
-    return out
 
 
 def _check_finite(value: object, where: str = "report") -> None:
@@ -165,20 +152,11 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 def format_report(r: dict) -> str:
     """The dictionary from ``report`` as a readable plain-text table."""
     m, a = r["model"], r["accelerator"]
-    if "family" in m:
-        lines = [f"Model {m['name']}: {m['family']}, {m['layers']} layers, width {m['width']:,}, "
-                 f"vocabulary {m['vocab']:,},",
-                 f"  {'tied' if m['tied_embeddings'] else 'separate'} embeddings, {m['norm']}, "
-                 f"{m['bytes_per_number']} bytes a number"]
-        lines += [f"  {kind}" for kind in m["layer_kinds"]]
-    else:
-        kv = "" if m["kv_heads"] == m["heads"] else f" ({m['kv_heads']} key-value heads)"
-        lines = [
-            f"Model {m['name']}: {m['layers']} layers, {m['heads']} heads of {m['head_dim']}{kv}, "
-            f"width {m['width']:,},",
-            f"  {'gated' if m['gated_ffn'] else 'plain'} feed-forward of width {m['ffn_width']:,}, "
-            f"vocabulary {m['vocab']:,}, {'tied' if m['tied_embeddings'] else 'separate'} "
-            f"embeddings, {m['norm']}, {m['bytes_per_number']} bytes a number"]
+    lines = [f"Model {m['name']}: {m['family']}, {m['layers']} layers, width {m['width']:,}, "
+             f"vocabulary {m['vocab']:,},",
+             f"  {'tied' if m['tied_embeddings'] else 'separate'} embeddings, {m['norm']}, "
+             f"{m['bytes_per_number']} bytes a number"]
+    lines += [f"  {kind}" for kind in m["layer_kinds"]]
     lines += [
         f"Accelerator {a['name']}: {rates_text(a['flops_per_s'], a['bytes_per_s'])}, "
         f"{_bytes(a['memory_bytes'])}",
@@ -211,7 +189,7 @@ def format_report(r: dict) -> str:
         lines.append(f"Longest conversation        {r['longest_conversation']:,} tokens "
                      "(cache in the memory left after the weights)")
     if r["pairs_pass_weights_at"] is None:
-        why = "the windows cap the pair work" if m.get("attention_layers") else "no attention layers"
+        why = "the windows cap the pair work" if m["attention_layers"] else "no attention layers"
         lines.append(f"Pair work passes weights    never: {why}")
     else:
         lines.append(f"Pair work passes weights at {r['pairs_pass_weights_at']:,} tokens "
@@ -250,41 +228,12 @@ def rules(r: dict) -> list[str]:
                    "expert layer; a step for a batch of B conversations reads the experts its tokens are "
                    "expected to touch if each token picks at random, E x (1 - (1 - k/E)^B) of E, so a large "
                    "batch reads them all; memory always holds every expert")
-    if m.get("windowed_layers"):
+    if m["windowed_layers"]:
         out.append("windowed layers: a layer that looks at the last W positions (itself included) keeps "
                    "W - 1 tokens in its cache, so its cache stops growing at W - 1 tokens; the longest "
                    "conversation and what fits follow")
-    if m.get("running_summary_layers"):
+    if m["running_summary_layers"]:
         out.append("running-summary layers: each holds a fixed state, the causal filter's last inputs and the "
                    "summary (in float32, as transformers keeps it), which the report adds to every "
                    "conversation's cache and reads at every step")
     return out
-
-
-def parse_accelerator(text: str) -> Accelerator:
-    """``"example"`` for the book's example accelerator, or ``"FLOPS,BYTES_PER_S,MEMORY_GIB"``
-    (operations a second, bytes read a second, memory in GiB), e.g. ``"100e12,1e12,24"``."""
-    if text.strip().lower() == "example":
-        return EXAMPLE_ACCELERATOR
-    parts = [p.strip() for p in text.split(",")]
-    if len(parts) != 3:
-        raise ValueError(f"accelerator must be 'example' or three numbers FLOPS,BYTES_PER_S,MEMORY_GIB, "
-                         f"got {text!r}")
-    names = ("FLOPS", "BYTES_PER_S", "MEMORY_GIB")
-    values = []
-    for name, part, (low, high) in zip(names, parts, ACCELERATOR_RANGES):
-        try:
-            value = float(part)
-        except ValueError:
-            raise ValueError(f"accelerator {name} must be a number, got {part!r}") from None
-        if not value > 0 or value == float("inf"):
-            raise ValueError(f"accelerator {name} must be a positive finite number, got {part!r}")
-        if not low <= value <= high:
-            raise ValueError(f"accelerator {name} must lie between {low:g} and {high:g}, got {part!r}")
-        values.append(value)
-    flops, bytes_per_s, gib = values
-    memory_bytes = round(gib * GIB)
-    if memory_bytes < 1:
-        raise ValueError(f"accelerator MEMORY_GIB is too small, got {parts[2]!r}")
-    return Accelerator(flops_per_s=flops, bytes_per_s=bytes_per_s, memory_bytes=memory_bytes,
-                       name="the given accelerator")

@@ -1,7 +1,7 @@
 """How fast the author's and CI's loops are, against the floor of this machine.
 
-    python scripts/bench.py            # floor, execute, one notebook, builds, make test
-    python scripts/bench.py --quick    # everything but make test
+    python -m book_machinery.bench           # floor, execute, one notebook, builds, make test
+    python -m book_machinery.bench --quick   # everything but make test
 
 The floor is measured first, on this machine, the way a notebook starts: a fresh kernel
 that imports numpy and matplotlib and draws one figure in the book's style (and the extra
@@ -21,13 +21,13 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-import execute  # noqa: E402
+from . import execute
+from .execute import ROOT
+from .processor import PINNED_ENV
 
 PY = sys.executable
 FIGURE = """
-from transformer_arithmetic.figures import new_figure, png_bytes
+from book_machinery.figures import new_figure, png_bytes
 fig, ax = new_figure(); ax.plot([1, 2, 3], [1, 4, 9]); ax.set_title("floor"); _ = png_bytes(fig)
 """
 
@@ -73,7 +73,7 @@ def book_shape() -> tuple[int, int, int]:
 
 
 def main(argv: list[str]) -> int:
-    os.environ.update(execute.PINNED_ENV)
+    os.environ.update(PINNED_ENV)
     cores = os.cpu_count() or 1
     base = kernel_floor("import numpy, matplotlib.pyplot\n" + FIGURE)
     with_torch = kernel_floor("import numpy, matplotlib.pyplot, torch\n" + FIGURE)
@@ -91,7 +91,8 @@ def main(argv: list[str]) -> int:
     one_floor = base + max(one_figs - 1, 0) * per_figure
     scratch = Path(tempfile.mkdtemp(prefix="bench-"))
     shutil.copy(one, scratch / one.name)
-    rows.append((f"one notebook without torch ({one.stem})", timed([PY, "scripts/execute.py", str(scratch / one.name)]),
+    rows.append((f"one notebook without torch ({one.stem})", timed([PY, "-m", "book_machinery.execute",
+                                                          str(scratch / one.name)]),
                  one_floor))
     rows.append(("make execute (every notebook)", timed(["make", "execute"]), book_floor))
 

@@ -13,7 +13,7 @@ way a figure reaches a page.
 - ``show(fig, key, alt)`` draws the figure once, checks the layout (every label inside its
   axes, no two labels on top of each other), encodes the drawing as PNG deterministically,
   and glues it under ``key`` with its alt text, so that the page places it with
-  ``{glue:figure}``; ``AltText`` is the myst-nb plugin that puts that alt text on the page.
+  ``{glue:figure}`` (``myst_plugin.AltText`` puts that alt text on the page).
 """
 from __future__ import annotations
 
@@ -387,22 +387,3 @@ def show(fig, key: str, alt: str) -> None:
     figure = BookFigure(png_bytes(fig, draw=False), alt)
     plt.close(fig)
     glue(key, figure, display=True)
-
-
-class AltText:
-    """A myst-nb mime renderer plugin (entry point ``myst_nb.mime_renderers``): a notebook image
-    whose output metadata carries ``alt`` is rendered with that alt text (myst-nb itself reads
-    only width and height from the metadata)."""
-
-    mime_priority_overrides = ()
-
-    @staticmethod
-    def handle_mime(renderer, data, inline):
-        """The image with its alt text, or None to leave the output to myst-nb."""
-        alt = data.output_metadata.get(data.mime_type, {}).get("alt") if data.mime_type == "image/png" else None
-        if not alt:
-            return None
-        nodes = renderer.render_image_inline(data) if inline else renderer.render_image(data)
-        for node in nodes:
-            node["alt"] = str(alt)
-        return nodes

@@ -6,7 +6,8 @@ same values in one fixed format, so the cell's output shows what the page will s
 
 Words that depend on numbers are computed too: ``compare(a, b)`` gives "more" or "less"
 (or any pair of words) from the two values, and carries them along so a test can check
-that the word still fits the numbers when the example model changes.
+that the word still fits the numbers when the example model changes. (Sizes in bytes are
+written by ``transformer_arithmetic.units.size_text``.)
 """
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ import math
 import numbers
 from collections.abc import Sequence
 
-__all__ = ["plain", "record", "compare", "Comparison", "size_text", "listing", "plural", "glue",
-           "SIGNIFICANT_DIGITS", "size_unit", "opening_table"]
+__all__ = ["plain", "record", "compare", "Comparison", "listing", "plural", "glue",
+           "SIGNIFICANT_DIGITS"]
 
 SIGNIFICANT_DIGITS = 12
 """Glued floats keep this many significant digits: far more than any page shows, and few
@@ -121,14 +122,6 @@ def record(**values) -> None:
     print("\n".join(lines))
 
 
-def size_text(nbytes: float, spec: str = ",.4g", byte_unit: str = "bytes") -> str:
-    """A byte count in the largest binary unit that keeps it at 1 or more: '48 MiB', '1.5 KiB', '12 GiB'.
-
-    ``spec`` formats the number (the report's tables use ',.2f'); counts under 1 KiB use ``byte_unit``."""
-    unit, scale = size_unit(nbytes)
-    return f"{nbytes / scale:{spec}} {unit}" if scale > 1 else f"{nbytes:{spec}} {byte_unit}"
-
-
 def listing(items: Sequence[str], last: str = "and") -> str:
     """Words joined as in a sentence: 'a', 'a and b', 'a, b and c'."""
     items = [str(i) for i in items]
@@ -140,39 +133,3 @@ def listing(items: Sequence[str], last: str = "and") -> str:
 def plural(n: int, word: str, many: str | None = None) -> str:
     """A count with its noun: '1 head', '12 heads', '1,024 tokens' (``many`` for irregular plurals)."""
     return f"{n:,} {word if n == 1 else (many or word + 's')}"
-
-
-def size_unit(nbytes: float) -> tuple[str, int]:
-    """The binary unit ``size_text`` would write ``nbytes`` in, and its size in bytes:
-    ('MiB', 1048576) for 768 MiB. An axis that shows several sizes takes its one unit from
-    the largest of them."""
-    if nbytes < 0:
-        raise ValueError(f"nbytes must not be negative, got {nbytes!r}")
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if nbytes >= scale:
-            return unit, scale
-    return "bytes", 1
-
-
-def opening_table(m, acc) -> dict[str, int | float | str]:
-    """The values a page opening's table glues for a ``ModelShape`` and an ``Accelerator``: the
-    model's sizes, its layout as the counts the formula sheets use (feed-forward matrices,
-    embedding tables, numbers per channel of a normalisation) with a word for each, the
-    accelerator's rates in TFLOP/s and TB/s (a million million operations or bytes a second)
-    and its memory as a size."""
-    for name, value, field in (("m", m, "head_dim"), ("acc", acc, "flops_per_s")):
-        if not hasattr(value, field):
-            kind = "a ModelShape" if name == "m" else "an Accelerator"
-            raise ValueError(f"{name} must be {kind}, got {type(value).__name__}")
-    return {
-        "layers": m.layers, "heads": m.heads, "kv_heads": m.kv_heads, "head_dim": m.head_dim,
-        "width": m.width, "ffn_width": m.ffn_width, "vocab": m.vocab,
-        "bytes_per_number": m.bytes_per_number,
-        "ffn_matrices": 3 if m.gated_ffn else 2, "ffn_kind": "gated" if m.gated_ffn else "plain",
-        "embed_tables": 1 if m.tied_embeddings else 2,
-        "embed_kind": "shared with the output layer" if m.tied_embeddings else "one in, one out",
-        "norm_numbers": 2 if m.norm_bias else 1,
-        "norm_kind": "LayerNorm: a scale and a bias" if m.norm_bias else "RMSNorm: a scale",
-        "tflops": acc.flops_per_s / 1e12, "tbps": acc.bytes_per_s / 1e12,
-        "acc_memory": size_text(acc.memory_bytes),
-    }

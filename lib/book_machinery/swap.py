@@ -1,0 +1,136 @@
+"""Re-execute notebooks with another stated example model and accelerator, in a scratch folder.
+
+    python -m book_machinery.swap deep-grouped                      # every notebook
+    python -m book_machinery.swap wide-fast book/chapters/training/04_kv_cache.md --figures
+    python -m book_machinery.swap --list
+
+A variant is data: the example's sizes and rates that change. Each notebook's ``.md`` is
+copied to ``OUT/book/chapters`` and executed there in a kernel that first replaces
+``transformer_arithmetic``'s ``EXAMPLE_MODEL`` and ``EXAMPLE_ACCELERATOR`` with the
+variant's (built from the stated sizes with the changes on top), so every page reads the
+new example. Nothing in the repository changes. ``--figures`` also writes each figure as a
+PNG, to look at. ``tests/example_swap.py`` uses the same machinery.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import execute, figure_files
+
+__all__ = ["Variant", "VARIANTS", "example_of", "setup_code", "prepare", "run", "main"]
+
+GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Another valid example: ``model`` and ``accelerator`` changes on top of the stated
+    sizes (``transformer_arithmetic.shapes.EXAMPLE_MODEL_SIZES`` and
+    ``EXAMPLE_ACCELERATOR_RATES``), and why it is worth trying."""
+
+    why: str
+    model: dict = field(default_factory=dict)
+    accelerator: dict = field(default_factory=dict)
+
+
+VARIANTS: dict[str, Variant] = {
+    "deep-grouped": Variant(
+        "deeper, with grouped key-value heads; the same chip",
+        model={"layers": 32, "kv_heads": 4}),
+    "wide-fast": Variant(
+        "fewer layers, 12 wider heads, a bigger vocabulary; a faster chip with more memory",
+        model={"layers": 12, "heads": 12, "head_dim": 128, "ffn_width": 6144, "vocab": 50304},
+        accelerator={"flops_per_s": 400e12, "bytes_per_s": 3.35e12, "memory_bytes": 80 * GIB}),
+    "small-mqa": Variant(
+        "a small model in four-byte numbers with one key-value head; a slow chip with little "
+        "memory",
+        model={"layers": 8, "heads": 8, "ffn_width": 1536, "vocab": 16384, "kv_heads": 1,
+               "bytes_per_number": 4},
+        accelerator={"flops_per_s": 20e12, "bytes_per_s": 0.4e12, "memory_bytes": 8 * GIB}),
+}
+"""The other examples the tests run the whole book with."""
+
+
+def _variant(name: str) -> Variant:
+    if name not in VARIANTS:
+        raise SystemExit(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
+    return VARIANTS[name]
+
+
+def example_of(name: str):
+    """The variant's example model and accelerator (``ModelShape``, ``Accelerator``)."""
+    from transformer_arithmetic import Accelerator, ModelShape, shapes
+
+    v = _variant(name)
+    model = ModelShape(**{**shapes.EXAMPLE_MODEL_SIZES, **v.model}, name="the example model")
+    acc = Accelerator(**{**shapes.EXAMPLE_ACCELERATOR_RATES, **v.accelerator},
+                      name="the example accelerator")
+    return model, acc
+
+
+def setup_code(name: str) -> str:
+    """Code a kernel runs before its first notebook to make the variant the book's example."""
+    v = _variant(name)
+    return (
+        "import transformer_arithmetic as _ta\n"
+        "from transformer_arithmetic import shapes as _shapes\n"
+        f"_shapes.EXAMPLE_MODEL = _ta.EXAMPLE_MODEL = _ta.ModelShape(\n"
+        f"    **{{**_shapes.EXAMPLE_MODEL_SIZES, **{v.model!r}}}, name='the example model')\n"
+        f"_shapes.EXAMPLE_ACCELERATOR = _ta.EXAMPLE_ACCELERATOR = _ta.Accelerator(\n"
+        f"    **{{**_shapes.EXAMPLE_ACCELERATOR_RATES, **{v.accelerator!r}}},\n"
+        "    name='the example accelerator')\n"
+        "del _ta, _shapes\n")
+
+
+def prepare(name: str, out: Path, notebooks: list[Path]) -> list[Path]:
+    """Copy the notebooks' .md files into ``out`` (their place under the repository kept);
+    return the copies."""
+    _variant(name)
+    copies = []
+    for md in notebooks:
+        dest = out / md.resolve().relative_to(execute.ROOT)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(md, dest)
+        copies.append(dest)
+    return copies
+
+
+def run(name: str, out: Path, notebooks: list[Path]) -> list[Path]:
+    """Execute ``notebooks`` with the variant in ``out``; return the executed .ipynb paths."""
+    copies = prepare(name, out, notebooks)
+    for done, seconds in execute.run_all(copies, setup=setup_code(name)):
+        print(f"{seconds:6.1f} s  {done}")
+    return [c.with_suffix(".ipynb") for c in copies]
+
+
+def main(argv: list[str]) -> int:
+    """The command line (see the module's docstring)."""
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("variant", nargs="?")
+    ap.add_argument("notebooks", nargs="*", type=Path)
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--figures", action="store_true",
+                    help="write every figure as a PNG beside its notebook")
+    ap.add_argument("--list", action="store_true")
+    args = ap.parse_args(argv)
+    if args.list or not args.variant:
+        for name, v in VARIANTS.items():
+            print(f"{name}: {v.why}\n  model {v.model}\n  accelerator {v.accelerator}")
+        return 0
+    notebooks = args.notebooks or execute.notebooks([])
+    out = args.out or Path(tempfile.mkdtemp(prefix=f"swap-{args.variant}-"))
+    done = run(args.variant, out, notebooks)
+    if args.figures:
+        figure_files.write(done, out / "figures")
+    print(f"executed with {args.variant!r} in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

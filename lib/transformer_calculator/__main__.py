@@ -1,0 +1,6 @@
+"""``python -m transformer_calculator``: the calculator's command line (``cli.py``)."""
+import sys
+
+from .cli import main
+
+sys.exit(main())
