@@ -1,27 +1,32 @@
-"""Re-execute the book's notebooks from their .md text and store the outputs in the .ipynb.
+"""Re-execute the book's notebooks from their .md text and store the outputs in the
+.ipynb.
 
     python -m book_machinery.execute             # every notebook but the measured page
-    python -m book_machinery.execute book/chapters/training/04_kv_cache.md   # just these
-    python -m book_machinery.execute --measured  # the measured page alone (on a quiet machine)
+    # just these
+    python -m book_machinery.execute book/chapters/training/04_kv_cache.md
+    # the measured page alone (on a quiet machine)
+    python -m book_machinery.execute --measured
 
 The .md is the source: each is read with jupytext, executed with nbclient (no timing
 metadata, stable cell ids, so a second run writes byte-identical files), and written as
 its paired .ipynb.
 
-Speed: one worker process per core, each with one long-lived kernel that runs notebook after
-notebook. Between two notebooks the kernel is reset (a new session: empty namespace, counter
-back to one, figures closed, matplotlib's defaults, the notebook's own folder as working
-directory), so starting Python and importing numpy, matplotlib and torch is paid once per
-core instead of once per notebook. nbval in the tests keeps a kernel per worker with the same
-reset (``conftest.py``), but meets the notebooks in another order and with other neighbours,
-and requires the same outputs: a notebook that leaked state into the next would fail there.
-``tests/test_determinism.py`` checks that the reset empties the namespace.
+Speed: one worker process per core, each with one long-lived kernel that runs notebook
+after notebook. Between two notebooks the kernel is reset (a new session: empty
+namespace, counter back to one, figures closed, matplotlib's defaults, the notebook's
+own folder as working directory), so starting Python and importing numpy, matplotlib and
+torch is paid once per core instead of once per notebook. nbval in the tests keeps a
+kernel per worker with the same reset (``conftest.py``), but meets the notebooks in
+another order and with other neighbours, and requires the same outputs: a notebook that
+leaked state into the next would fail there. ``tests/test_determinism.py`` checks that
+the reset empties the namespace.
 
-Every kernel runs with ``PINNED_ENV`` (``processor.py``): numpy's x86 code paths are held to the baseline
-instruction set, so transcendental functions (exp, log, power: softmax, log-scale axes)
-give the same last bits on every x86-64 processor and the stored figures do not depend on
-the machine that drew them.
+Every kernel runs with ``PINNED_ENV`` (``processor.py``): numpy's x86 code paths are
+held to the baseline instruction set, so transcendental functions (exp, log, power:
+softmax, log-scale axes) give the same last bits on every x86-64 processor and the
+stored figures do not depend on the machine that drew them.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -48,8 +53,8 @@ get_ipython().reset(new_session=True)
 
 
 def notebooks(args: list[str]) -> list[Path]:
-    """The paired .md notebooks to run: those named, or every paired notebook under book/chapters
-    (numbered sections and page openings) except the measured page."""
+    """The paired .md notebooks to run: those named, or every paired notebook under
+    book/chapters (numbered sections and page openings) except the measured page."""
     if args:
         return [Path(a).resolve().with_suffix(".md") for a in args]
     found = sorted([*CHAPTERS.glob("*/[0-9]*.md"), *CHAPTERS.glob("*/index.md")])
@@ -57,18 +62,24 @@ def notebooks(args: list[str]) -> list[Path]:
 
 
 def is_notebook_text(path: Path) -> bool:
-    """True if a .md file is the text of a paired notebook: its front matter names a kernel."""
+    """True if a .md file is the text of a paired notebook: its front matter names a
+    kernel."""
     parts = path.read_text().split("---", 2)
     return len(parts) == 3 and parts[0] == "" and "kernelspec:" in parts[1]
 
 
 def merge_streams(outputs: list) -> list:
-    """Join neighbouring stdout (or stderr) chunks: how the kernel splits them depends on timing."""
+    """Join neighbouring stdout (or stderr) chunks: how the kernel splits them depends
+    on timing."""
     merged: list = []
     for out in outputs:
         prev = merged[-1] if merged else None
-        if (out.get("output_type") == "stream" and prev is not None
-                and prev.get("output_type") == "stream" and prev["name"] == out["name"]):
+        if (
+            out.get("output_type") == "stream"
+            and prev is not None
+            and prev.get("output_type") == "stream"
+            and prev["name"] == out["name"]
+        ):
             prev["text"] += out["text"]
         else:
             merged.append(out)
@@ -76,27 +87,35 @@ def merge_streams(outputs: list) -> list:
 
 
 def reset(kc, folder: Path | str) -> None:
-    """Send ``RESET`` to the kernel behind client ``kc``, to run a notebook in ``folder`` next
-    (used here between notebooks, and by nbval's kept kernels in conftest.py)."""
-    reply = kc.execute_interactive(RESET.format(folder=str(folder)), silent=True, store_history=False, timeout=60)
+    """Send ``RESET`` to the kernel behind client ``kc``, to run a notebook in
+    ``folder`` next (used here between notebooks, and by nbval's kept kernels in
+    conftest.py)."""
+    reply = kc.execute_interactive(
+        RESET.format(folder=str(folder)), silent=True, store_history=False, timeout=60
+    )
     if reply["content"]["status"] != "ok":
-        raise RuntimeError(f"could not reset the kernel for {folder}: {reply['content']}")
+        raise RuntimeError(
+            f"could not reset the kernel for {folder}: {reply['content']}"
+        )
 
 
 class Kernel:
     """One kernel that runs notebook after notebook, reset in between."""
 
-    def __init__(self, env: dict[str, str] | None = None, setup: str = "",
-                 attempts: int = 3) -> None:
-        """A kernel whose environment is this process's with ``env`` (``PINNED_ENV`` unless
-        given) on top, that runs ``setup`` once before its first notebook (``swap.py``
-        changes the book's example that way; the reset between notebooks keeps imported
-        modules, and so the change)."""
+    def __init__(
+        self, env: dict[str, str] | None = None, setup: str = "", attempts: int = 3
+    ) -> None:
+        """A kernel whose environment is this process's with ``env`` (``PINNED_ENV``
+        unless given) on top, that runs ``setup`` once before its first notebook
+        (``swap.py`` changes the book's example that way; the reset between notebooks
+        keeps imported modules, and so the change)."""
         from jupyter_client.manager import KernelManager
 
         self.setup = setup
         env = {**os.environ, **(PINNED_ENV if env is None else env)}
-        for attempt in range(attempts):   # a kernel that never answers is replaced, not waited on
+        for attempt in range(
+            attempts
+        ):  # a kernel that never answers is replaced, not waited on
             self.km = KernelManager(kernel_name="python3")
             self.km.start_kernel(extra_arguments=["--log-level=CRITICAL"], env=env)
             self.kc = self.km.client()
@@ -119,16 +138,24 @@ class Kernel:
             reset(self.kc, md.parent)
         else:
             start = f"{self.setup}\nimport os; os.chdir({str(md.parent)!r}); del os"
-            reply = self.kc.execute_interactive(start, silent=True, store_history=False,
-                                                timeout=60)
+            reply = self.kc.execute_interactive(
+                start, silent=True, store_history=False, timeout=60
+            )
             if reply["content"]["status"] != "ok":
                 raise RuntimeError(f"the kernel's setup failed: {reply['content']}")
         self.used = True
         nb = jupytext.read(md)
-        for i, cell in enumerate(nb.cells):  # the .md stores no cell ids: make them stable, not random
+        for i, cell in enumerate(
+            nb.cells
+        ):  # the .md stores no cell ids: make them stable, not random
             cell.id = f"cell-{i:03d}"
-        client = NotebookClient(nb, km=self.km, timeout=600, record_timing=False,
-                                resources={"metadata": {"path": str(md.parent)}})
+        client = NotebookClient(
+            nb,
+            km=self.km,
+            timeout=600,
+            record_timing=False,
+            resources={"metadata": {"path": str(md.parent)}},
+        )
         client.kc = self.kc
         client.execute()
         for cell in nb.cells:
@@ -155,7 +182,8 @@ def _worker_kernel(setup: str) -> Kernel:
 
 
 def close_kernel() -> None:
-    """Shut this process's kernel down, if it has one; the next notebook starts a fresh one."""
+    """Shut this process's kernel down, if it has one; the next notebook starts a fresh
+    one."""
     global _KERNEL
     if _KERNEL is not None:
         _KERNEL.close()
@@ -166,9 +194,9 @@ atexit.register(close_kernel)
 
 
 def execute(md: Path, setup: str = "") -> tuple[str, float]:
-    """Execute one notebook in this process's kernel (one that ran ``setup`` first) and write
-    its .ipynb; return its name and the seconds it took. After a failure the kernel is
-    replaced, so the next notebook starts clean."""
+    """Execute one notebook in this process's kernel (one that ran ``setup`` first) and
+    write its .ipynb; return its name and the seconds it took. After a failure the
+    kernel is replaced, so the next notebook starts clean."""
     start = time.perf_counter()
     try:
         _worker_kernel(setup).run(md)
@@ -179,11 +207,14 @@ def execute(md: Path, setup: str = "") -> tuple[str, float]:
     return str(name), time.perf_counter() - start
 
 
-def run_all(todo: list[Path], workers: int | None = None,
-            setup: str = "") -> list[tuple[str, float]]:
-    """Execute ``todo`` on ``workers`` processes (one kernel each, running ``setup`` first),
-    longest notebooks first."""
-    todo = sorted(todo, key=lambda p: -p.stat().st_size)   # a long notebook last idles a core
+def run_all(
+    todo: list[Path], workers: int | None = None, setup: str = ""
+) -> list[tuple[str, float]]:
+    """Execute ``todo`` on ``workers`` processes (one kernel each, running ``setup``
+    first), longest notebooks first."""
+    todo = sorted(
+        todo, key=lambda p: -p.stat().st_size
+    )  # a long notebook last idles a core
     workers = min(len(todo), workers or os.cpu_count() or 1)
     if workers <= 1:
         return [execute(md, setup) for md in todo]
@@ -192,7 +223,8 @@ def run_all(todo: list[Path], workers: int | None = None,
 
 
 def main(argv: list[str]) -> int:
-    """Execute the notebooks named in ``argv`` (every one, or ``--measured``); 0 when done."""
+    """Execute the notebooks named in ``argv`` (every one, or ``--measured``); 0 when
+    done."""
     todo = [MEASURED] if argv == ["--measured"] else notebooks(argv)
     start = time.perf_counter()
     for name, seconds in run_all(todo):

@@ -2,26 +2,28 @@
 
 1. **A narrowed processor.** nbval starts its kernels from the kernelspec
    ``book-narrowed``, written here, whose environment is ``processor.NARROWED_ENV``
-   (PyTorch's kernels, oneDNN and MKL held to the baseline instruction set together, numpy
-   at its baseline, one thread). The stored outputs were written with the full instruction
-   set, so nbval passing proves that no stored output depends on the processor. Only those
-   kernels are narrowed: the tests' own process runs PyTorch as a reader's machine does.
+   (PyTorch's kernels, oneDNN and MKL held to the baseline instruction set together,
+   numpy at its baseline, one thread). The stored outputs were written with the full
+   instruction set, so nbval passing proves that no stored output depends on the
+   processor. Only those kernels are narrowed: the tests' own process runs PyTorch as a
+   reader's machine does.
 2. **Pictures and alt text compared.** nbval normally ignores PNG outputs and output
-   metadata. The book's figures are deterministic and carry their alt text in the metadata,
-   so both are compared too: a stored picture or alt text that no longer matches its code
-   fails the run.
+   metadata. The book's figures are deterministic and carry their alt text in the
+   metadata, so both are compared too: a stored picture or alt text that no longer
+   matches its code fails the run.
 3. **One kernel per worker.** nbval starts a kernel for every notebook; here each worker
    keeps one and, between notebooks, sends it the reset ``execute.py`` uses (figures
    closed, matplotlib's defaults back, a new session with an empty namespace, the
-   notebook's folder as working directory). What stays is what is already imported: about
-   two seconds a notebook. nbval has no hook for this, so its collector is subclassed
-   (``BookNotebook``) and put in place of its own through pytest's documented
+   notebook's folder as working directory). What stays is what is already imported:
+   about two seconds a notebook. nbval has no hook for this, so its collector is
+   subclassed (``BookNotebook``) and put in place of its own through pytest's documented
    ``pytest_collect_file`` wrapper; no nbval method is replaced.
-4. **Markers and order.** Every notebook's cells are marked ``notebooks``. Test files that
-   declare ``pytest.mark.slow(seconds=...)`` run first, longest first (``--dist loadfile``
-   with ``--no-loadscope-reorder`` hands files out in this order), so no core idles at the
-   end; the rest keep their order.
+4. **Markers and order.** Every notebook's cells are marked ``notebooks``. Test files
+   that declare ``pytest.mark.slow(seconds=...)`` run first, longest first (``--dist
+   loadfile`` with ``--no-loadscope-reorder`` hands files out in this order), so no core
+   idles at the end; the rest keep their order.
 """
+
 from __future__ import annotations
 
 import functools
@@ -52,10 +54,22 @@ def _narrowed_kernelspec() -> Path:
     folder = Path(tempfile.mkdtemp(prefix="book-kernels-"))
     spec = folder / "kernels" / NARROWED_KERNEL
     spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Python 3 (narrowed processor)", "language": "python",
-        "env": NARROWED_ENV}))
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [
+                    sys.executable,
+                    "-m",
+                    "ipykernel_launcher",
+                    "-f",
+                    "{connection_file}",
+                ],
+                "display_name": "Python 3 (narrowed processor)",
+                "language": "python",
+                "env": NARROWED_ENV,
+            }
+        )
+    )
     return folder
 
 
@@ -64,7 +78,8 @@ def pytest_configure(config):
         folder = _narrowed_kernelspec()
         config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
         os.environ["JUPYTER_PATH"] = os.pathsep.join(
-            p for p in (str(folder), os.environ.get("JUPYTER_PATH")) if p)
+            p for p in (str(folder), os.environ.get("JUPYTER_PATH")) if p
+        )
         config.option.nbval_kernel_name = NARROWED_KERNEL
 
 
@@ -78,11 +93,14 @@ def _book_notebook_class():
 
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
-            self.skip_compare = tuple(k for k in self.skip_compare if k not in COMPARED_TOO)
+            self.skip_compare = tuple(
+                k for k in self.skip_compare if k not in COMPARED_TOO
+            )
 
         def setup(self):
             name = self.config.option.nbval_kernel_name or self.nb.metadata.get(
-                "kernelspec", {}).get("name", "python")
+                "kernelspec", {}
+            ).get("name", "python")
             kernel = _KERNELS.get(name)
             if kernel is None or not kernel.is_alive():
                 super().setup()
@@ -94,7 +112,7 @@ def _book_notebook_class():
 
         def teardown(self):
             if not any(self.kernel is kept for kept in _KERNELS.values()):
-                super().teardown()   # kept kernels stop when the session ends
+                super().teardown()  # kept kernels stop when the session ends
 
     return BookNotebook
 
@@ -107,8 +125,10 @@ def pytest_collect_file(file_path, parent):
     from nbval.plugin import IPyNbFile
 
     book_notebook = _book_notebook_class()
-    return [book_notebook.from_parent(parent, path=file_path) if type(c) is IPyNbFile else c
-            for c in collected]
+    return [
+        book_notebook.from_parent(parent, path=file_path) if type(c) is IPyNbFile else c
+        for c in collected
+    ]
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -127,4 +147,6 @@ def pytest_collection_modifyitems(session, config, items):
     for item in items:
         if type(item.parent).__name__ == "BookNotebook":
             item.add_marker(pytest.mark.notebooks)
-    items.sort(key=lambda item: -_declared_seconds(item))   # stable: files keep their order
+    items.sort(
+        key=lambda item: -_declared_seconds(item)
+    )  # stable: files keep their order

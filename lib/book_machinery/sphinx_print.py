@@ -1,22 +1,23 @@
-"""Sphinx glue for the print edition (`make pdf`, ``book_machinery.pdf``), through documented
-hooks only.
+"""Sphinx glue for the print edition (`make pdf`, ``book_machinery.pdf``), through
+documented hooks only.
 
-1. The PDF is printed from Jupyter Book's single-page build (``--builder singlehtml``). Sphinx
-   looks up a node's HTML visitors under the builder's name and falls back to the ``html``
-   format only when no extension registered any ``singlehtml`` visitor at all; sphinx-exercise
-   registers some, so nodes that other extensions registered for ``html`` alone (myst-nb's
-   folded code cells, for one) would stop the single-page build. The single-page builder gets
-   every ``html`` visitor it lacks.
-2. The site offers the PDF from its header, when there is one: if ``make pdf`` has written
-   ``_build/pdf/<title>.pdf`` beside this build's output, the page header gets a PDF button
-   (``templates/book-pdf-button.html``) and the file is copied to ``_downloads/`` in the site.
-   Without a PDF there is no button, so the site never links a file it does not have. The
-   config value ``book_pdf`` changes when a PDF appears or goes, and it is an ``html`` value,
-   so Sphinx then rewrites every page.
-3. What is folded on the site (myst-nb's hide-input and hide-output cells: the drawing code,
-   the printed values) is not printed (book/_static/print.css), so the single-page build
-   leaves it out altogether: less to highlight, less for the browser to lay out.
+1. The PDF is printed from Jupyter Book's single-page build (``--builder singlehtml``).
+   Sphinx looks up a node's HTML visitors under the builder's name and falls back to the
+   ``html`` format only when no extension registered any ``singlehtml`` visitor at all;
+   sphinx-exercise registers some, so nodes that other extensions registered for
+   ``html`` alone (myst-nb's folded code cells, for one) would stop the single-page
+   build. The single-page builder gets every ``html`` visitor it lacks.
+2. The site offers the PDF from its header, when there is one: if ``make pdf`` has
+   written ``_build/pdf/<title>.pdf`` beside this build's output, the page header gets a
+   PDF button (``templates/book-pdf-button.html``) and the file is copied to
+   ``_downloads/`` in the site. Without a PDF there is no button, so the site never
+   links a file it does not have. The config value ``book_pdf`` changes when a PDF
+   appears or goes, and it is an ``html`` value, so Sphinx then rewrites every page.
+3. What is folded on the site (myst-nb's hide-input and hide-output cells: the drawing
+   code, the printed values) is not printed (book/_static/print.css), so the single-page
+   build leaves it out altogether: less to highlight, less for the browser to lay out.
 """
+
 from __future__ import annotations
 
 import re
@@ -31,12 +32,17 @@ BUTTON = "book-pdf-button.html"
 
 
 def pdf_name(title: str) -> str:
-    """The PDF's file name: the book's title in lower case, words joined by hyphens (as ``pdf.py``)."""
+    """The PDF's file name: the book's title in lower case, words joined by hyphens (as
+    ``pdf.py``)."""
     return (re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") or "book") + ".pdf"
 
 
 def _built_pdf(app) -> Path:
-    return Path(app.outdir).parent / "pdf" / pdf_name(app.config.html_title or app.config.project or "")
+    return (
+        Path(app.outdir).parent
+        / "pdf"
+        / pdf_name(app.config.html_title or app.config.project or "")
+    )
 
 
 def _share_html_visitors(app):
@@ -49,8 +55,13 @@ def _share_html_visitors(app):
 
 
 def _offer_pdf(app, config):
-    config.book_pdf = f"_downloads/{_built_pdf(app).name}" if _built_pdf(app).exists() else ""
-    config.templates_path = [*config.templates_path, str(Path(__file__).with_name("templates"))]
+    config.book_pdf = (
+        f"_downloads/{_built_pdf(app).name}" if _built_pdf(app).exists() else ""
+    )
+    config.templates_path = [
+        *config.templates_path,
+        str(Path(__file__).with_name("templates")),
+    ]
     options = config.html_theme_options
     end = options.get("article_header_end", "article-header-buttons.html")
     end = [e.strip() for e in end.split(",")] if isinstance(end, str) else list(end)

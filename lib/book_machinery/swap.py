@@ -1,16 +1,19 @@
-"""Re-execute notebooks with another stated example model and accelerator, in a scratch folder.
+"""Re-execute notebooks with another stated example model and accelerator, in a scratch
+folder.
 
     python -m book_machinery.swap deep-grouped                      # every notebook
-    python -m book_machinery.swap wide-fast book/chapters/training/04_kv_cache.md --figures
+    python -m book_machinery.swap wide-fast book/chapters/training/04_kv_cache.md \
+        --figures
     python -m book_machinery.swap --list
 
 A variant is data: the example's sizes and rates that change. Each notebook's ``.md`` is
 copied to ``OUT/book/chapters`` and executed there in a kernel that first replaces
 ``transformer_arithmetic``'s ``EXAMPLE_MODEL`` and ``EXAMPLE_ACCELERATOR`` with the
 variant's (built from the stated sizes with the changes on top), so every page reads the
-new example. Nothing in the repository changes. ``--figures`` also writes each figure as a
-PNG, to look at. ``tests/example_swap.py`` uses the same machinery.
+new example. Nothing in the repository changes. ``--figures`` also writes each figure as
+a PNG, to look at. ``tests/example_swap.py`` uses the same machinery.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,17 +44,42 @@ class Variant:
 VARIANTS: dict[str, Variant] = {
     "deep-grouped": Variant(
         "deeper, with grouped key-value heads; the same chip",
-        model={"layers": 32, "kv_heads": 4}),
+        model={"layers": 32, "kv_heads": 4},
+    ),
     "wide-fast": Variant(
-        "fewer layers, 12 wider heads, a bigger vocabulary; a faster chip with more memory",
-        model={"layers": 12, "heads": 12, "head_dim": 128, "ffn_width": 6144, "vocab": 50304},
-        accelerator={"flops_per_s": 400e12, "bytes_per_s": 3.35e12, "memory_bytes": 80 * GIB}),
-    "small-mqa": Variant(
-        "a small model in four-byte numbers with one key-value head; a slow chip with little "
+        "fewer layers, 12 wider heads, a bigger vocabulary; a faster chip with more "
         "memory",
-        model={"layers": 8, "heads": 8, "ffn_width": 1536, "vocab": 16384, "kv_heads": 1,
-               "bytes_per_number": 4},
-        accelerator={"flops_per_s": 20e12, "bytes_per_s": 0.4e12, "memory_bytes": 8 * GIB}),
+        model={
+            "layers": 12,
+            "heads": 12,
+            "head_dim": 128,
+            "ffn_width": 6144,
+            "vocab": 50304,
+        },
+        accelerator={
+            "flops_per_s": 400e12,
+            "bytes_per_s": 3.35e12,
+            "memory_bytes": 80 * GIB,
+        },
+    ),
+    "small-mqa": Variant(
+        "a small model in four-byte numbers with one key-value head; a slow chip with "
+        "little "
+        "memory",
+        model={
+            "layers": 8,
+            "heads": 8,
+            "ffn_width": 1536,
+            "vocab": 16384,
+            "kv_heads": 1,
+            "bytes_per_number": 4,
+        },
+        accelerator={
+            "flops_per_s": 20e12,
+            "bytes_per_s": 0.4e12,
+            "memory_bytes": 8 * GIB,
+        },
+    ),
 }
 """The other examples the tests run the whole book with."""
 
@@ -67,29 +95,36 @@ def example_of(name: str):
     from transformer_arithmetic import Accelerator, ModelShape, shapes
 
     v = _variant(name)
-    model = ModelShape(**{**shapes.EXAMPLE_MODEL_SIZES, **v.model}, name="the example model")
-    acc = Accelerator(**{**shapes.EXAMPLE_ACCELERATOR_RATES, **v.accelerator},
-                      name="the example accelerator")
+    model = ModelShape(
+        **{**shapes.EXAMPLE_MODEL_SIZES, **v.model}, name="the example model"
+    )
+    acc = Accelerator(
+        **{**shapes.EXAMPLE_ACCELERATOR_RATES, **v.accelerator},
+        name="the example accelerator",
+    )
     return model, acc
 
 
 def setup_code(name: str) -> str:
-    """Code a kernel runs before its first notebook to make the variant the book's example."""
+    """Code a kernel runs before its first notebook to make the variant the book's
+    example."""
     v = _variant(name)
     return (
         "import transformer_arithmetic as _ta\n"
         "from transformer_arithmetic import shapes as _shapes\n"
         f"_shapes.EXAMPLE_MODEL = _ta.EXAMPLE_MODEL = _ta.ModelShape(\n"
-        f"    **{{**_shapes.EXAMPLE_MODEL_SIZES, **{v.model!r}}}, name='the example model')\n"
+        f"    **{{**_shapes.EXAMPLE_MODEL_SIZES, **{v.model!r}}}, name='the example "
+        "model')\n"
         f"_shapes.EXAMPLE_ACCELERATOR = _ta.EXAMPLE_ACCELERATOR = _ta.Accelerator(\n"
         f"    **{{**_shapes.EXAMPLE_ACCELERATOR_RATES, **{v.accelerator!r}}},\n"
         "    name='the example accelerator')\n"
-        "del _ta, _shapes\n")
+        "del _ta, _shapes\n"
+    )
 
 
 def prepare(name: str, out: Path, notebooks: list[Path]) -> list[Path]:
-    """Copy the notebooks' .md files into ``out`` (their place under the repository kept);
-    return the copies."""
+    """Copy the notebooks' .md files into ``out`` (their place under the repository
+    kept); return the copies."""
     _variant(name)
     copies = []
     for md in notebooks:
@@ -101,7 +136,8 @@ def prepare(name: str, out: Path, notebooks: list[Path]) -> list[Path]:
 
 
 def run(name: str, out: Path, notebooks: list[Path]) -> list[Path]:
-    """Execute ``notebooks`` with the variant in ``out``; return the executed .ipynb paths."""
+    """Execute ``notebooks`` with the variant in ``out``; return the executed .ipynb
+    paths."""
     copies = prepare(name, out, notebooks)
     for done, seconds in execute.run_all(copies, setup=setup_code(name)):
         print(f"{seconds:6.1f} s  {done}")
@@ -110,13 +146,17 @@ def run(name: str, out: Path, notebooks: list[Path]) -> list[Path]:
 
 def main(argv: list[str]) -> int:
     """The command line (see the module's docstring)."""
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("variant", nargs="?")
     ap.add_argument("notebooks", nargs="*", type=Path)
     ap.add_argument("--out", type=Path)
-    ap.add_argument("--figures", action="store_true",
-                    help="write every figure as a PNG beside its notebook")
+    ap.add_argument(
+        "--figures",
+        action="store_true",
+        help="write every figure as a PNG beside its notebook",
+    )
     ap.add_argument("--list", action="store_true")
     args = ap.parse_args(argv)
     if args.list or not args.variant:

@@ -4,12 +4,14 @@ Each function is a formula a page quotes, for the book's ``ModelShape`` (every l
 same, full attention, one dense feed-forward part). Modules, each named after a concept:
 
 - ``shapes``       a model's shape and an accelerator, and the book's stated examples
-- ``units``        sizes of memory (KiB, MiB, GiB) and a chip's rates, as the book writes them
+- ``units``        sizes of memory (KiB, MiB, GiB) and a chip's rates, as the book
+  writes them
 - ``memory``       parameters, training memory, the key-value cache, what fits
 - ``work``         operations: weight work, pair work, a decode step, a prefill
-- ``timing``       time on an accelerator (the roofline): decode steps, throughput, prefill,
-                   answers, speculative decoding
-- ``intensity``    operations per byte, the ridge, and where a step stops waiting on reading
+- ``timing``       time on an accelerator (the roofline): decode steps, throughput,
+  prefill, answers, speculative decoding
+- ``intensity``    operations per byte, the ridge, and where a step stops waiting on
+  reading
 - ``masks``        causal, windowed and window-plus-global masks, and their pair counts
 - ``blockwise``    attention worked through tile by tile with a running maximum and sum
 - ``sampling``     softmax with temperature, entropy, top-p and top-k, beam search
@@ -19,15 +21,24 @@ same, full attention, one dense feed-forward part). Modules, each named after a 
 - ``designs``      ways to mix positions side by side: reach, exact recall, memory, time
 - ``simulated``    the fixed, documented table of the simulated example
   (``simulated_derivation``: how that table was made)
-- ``reference_model``  a plain PyTorch decoder built to a shape: the independent reference
+- ``reference_model``  a plain PyTorch decoder built to a shape: the independent
+  reference
 - ``search``, ``checks``  the first length at which something holds; argument checks
 
 Published models, whose layers differ, are counted by ``transformer_calculator``, which
 builds on these formulas; nothing here imports it.
 """
+
 from .shapes import EXAMPLE_ACCELERATOR, EXAMPLE_MODEL, Accelerator, ModelShape
 from .units import GIB, KIB, MIB
 
-__all__ = ["Accelerator", "ModelShape", "EXAMPLE_MODEL", "EXAMPLE_ACCELERATOR", "GIB", "MIB",
-           "KIB"]
+__all__ = [
+    "Accelerator",
+    "ModelShape",
+    "EXAMPLE_MODEL",
+    "EXAMPLE_ACCELERATOR",
+    "GIB",
+    "MIB",
+    "KIB",
+]
 __version__ = "0.1.0"

@@ -1,5 +1,6 @@
 """Argument checks shared by the modules: each returns the value it checked, or raises a
 ValueError naming the bad argument. Call them before a formula, never inside one."""
+
 from __future__ import annotations
 
 import math
@@ -7,7 +8,9 @@ import math
 
 def checked_whole(name: str, value: object, *, minimum: int = 0) -> int:
     """``value`` as an int if it is a whole number of at least ``minimum``."""
-    if isinstance(value, bool) or not (isinstance(value, int) or hasattr(value, "__index__")):
+    if isinstance(value, bool) or not (
+        isinstance(value, int) or hasattr(value, "__index__")
+    ):
         raise ValueError(f"{name} must be a whole number, got {value!r}")
     number = int(value)  # numpy integers arrive here too
     if number < minimum:
@@ -15,8 +18,9 @@ def checked_whole(name: str, value: object, *, minimum: int = 0) -> int:
     return number
 
 
-def checked_fraction(name: str, value: object, *, low_open: bool = True,
-                     high_closed: bool = True) -> float:
+def checked_fraction(
+    name: str, value: object, *, low_open: bool = True, high_closed: bool = True
+) -> float:
     """``value`` as a float if it lies in (0, 1] (the default ends)."""
     try:
         v = float(value)  # type: ignore[arg-type]

@@ -1,21 +1,32 @@
-"""How far a stack of convolutions can see: plain filters and filters with doubling gaps."""
+"""How far a stack of convolutions can see: plain filters and filters with doubling
+gaps."""
+
 from __future__ import annotations
 
 from .checks import checked_whole
 
-__all__ = ["receptive_field", "layers_to_span", "dilated_receptive_field", "dilated_layers_to_span",
-           "layer_gaps", "taps"]
+__all__ = [
+    "receptive_field",
+    "layers_to_span",
+    "dilated_receptive_field",
+    "dilated_layers_to_span",
+    "layer_gaps",
+    "taps",
+]
 
 
 def _kernel(kernel: int) -> int:
     k = checked_whole("kernel", kernel, minimum=1)
     if k < 2:
-        raise ValueError(f"a filter of width {k} never widens what a position sees; use kernel >= 2")
+        raise ValueError(
+            f"a filter of width {k} never widens what a position sees; use kernel >= 2"
+        )
     return k
 
 
 def receptive_field(kernel: int, layers: int) -> int:
-    """Positions one output sees after ``layers`` filters of width ``kernel``: 1 + L(k - 1)."""
+    """Positions one output sees after ``layers`` filters of width ``kernel``: 1 + L(k -
+    1)."""
     layers = checked_whole("layers", layers)
     return 1 + layers * (_kernel(kernel) - 1)
 
@@ -27,7 +38,8 @@ def layers_to_span(kernel: int, span: int) -> int:
 
 
 def dilated_receptive_field(kernel: int, layers: int) -> int:
-    """Positions seen after ``layers`` filters whose gaps double each layer (1, 2, 4, ...)."""
+    """Positions seen after ``layers`` filters whose gaps double each layer (1, 2, 4,
+    ...)."""
     layers = checked_whole("layers", layers)
     return 1 + (_kernel(kernel) - 1) * (2**layers - 1)
 
@@ -49,11 +61,13 @@ def layer_gaps(layers: int, dilated: bool = False) -> list[int]:
 
 
 def taps(kernel: int, layers: int, dilated: bool = False) -> list[list[int]]:
-    """For one output of a stack of backward-looking filters, the positions that feed it at each
-    level, as distances back from the output: level 0 (the inputs) first, the output ([0]) last.
+    """For one output of a stack of backward-looking filters, the positions that feed it
+    at each level, as distances back from the output: level 0 (the inputs) first, the
+    output ([0]) last.
 
-    A filter of width k at gap g reads its own position and the k - 1 positions g, 2g, ...
-    behind it, so a position p at one level is fed by p, p + g, ..., p + (k - 1)g below."""
+    A filter of width k at gap g reads its own position and the k - 1 positions g, 2g,
+    ... behind it, so a position p at one level is fed by p, p + g, ..., p + (k - 1)g
+    below."""
     k = _kernel(kernel)
     levels = [[0]]
     for gap in reversed(layer_gaps(layers, dilated)):

@@ -2,33 +2,49 @@
 
 A ``Design`` says what every layer of a model's stack uses to let positions affect each
 other: a convolution, a recurrent network, attention (over everything, over a window, or
-with shared key-value heads), a running summary, or a hybrid of attention in a few layers
-and running summaries in the rest. The functions answer the same questions for each:
+with shared key-value heads), a running summary, or a hybrid of attention in a few
+layers and running summaries in the rest. The functions answer the same questions for
+each:
 
 - ``reach``: the furthest token back one layer draws on at all;
-- ``exact_recall``: how many tokens of the conversation one layer still holds in full, so
-  that it can hand any of them back exactly (a fixed state holds at most as many as it has
-  numbers per channel);
-- ``dependent_steps``: steps that must follow one another when one layer trains on a row;
+- ``exact_recall``: how many tokens of the conversation one layer still holds in full,
+  so that it can hand any of them back exactly (a fixed state holds at most as many as
+  it has numbers per channel);
+- ``dependent_steps``: steps that must follow one another when one layer trains on a
+  row;
 - ``held_bytes``: what one conversation keeps in memory;
 - ``token_time``: the time of one more token (the slower of its work and its reading).
 
-One simplification is stated here, once: every design keeps the weights of the model it is
-applied to (the mixing part of each layer is assumed to have as many weights as attention
-has), so two designs differ only in what they hold and in the work of their mixing.
+One simplification is stated here, once: every design keeps the weights of the model it
+is applied to (the mixing part of each layer is assumed to have as many weights as
+attention has), so two designs differ only in what they hold and in the work of their
+mixing.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
 from .checks import checked_whole
-from .memory import hybrid_cache_bytes, kv_cache_bytes, parameter_count, summary_state_bytes, weight_bytes
+from .memory import (
+    hybrid_cache_bytes,
+    kv_cache_bytes,
+    parameter_count,
+    summary_state_bytes,
+    weight_bytes,
+)
 from .shapes import Accelerator, ModelShape, kv_head_choices
 from .summaries import scan_rounds
 from .work import decode_pair_flops, summary_flops_per_token
 
 __all__ = [
-    "KINDS", "Design", "reach", "exact_recall", "dependent_steps", "held_bytes", "token_time",
+    "KINDS",
+    "Design",
+    "reach",
+    "exact_recall",
+    "dependent_steps",
+    "held_bytes",
+    "token_time",
     "grouped_kv_heads",
 ]
 
@@ -41,9 +57,9 @@ class Design:
     """One way to mix positions in every layer.
 
     ``kernel``: a convolution's filter width. ``window``: attention over only the newest
-    ``window`` tokens (None: every token). ``kv_heads``: attention's key-value heads (None: the
-    model's own). ``state_size``: numbers a running summary keeps per channel.
-    ``attention_layers``: for a hybrid, the layers that keep attention."""
+    ``window`` tokens (None: every token). ``kv_heads``: attention's key-value heads
+    (None: the model's own). ``state_size``: numbers a running summary keeps per
+    channel. ``attention_layers``: for a hybrid, the layers that keep attention."""
 
     name: str
     kind: str
@@ -55,20 +71,30 @@ class Design:
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+            raise ValueError(
+                f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}"
+            )
         checked_whole("kernel", self.kernel, minimum=2)
         if self.window is not None:
             checked_whole("window", self.window, minimum=1)
         if self.kv_heads is not None:
             checked_whole("kv_heads", self.kv_heads, minimum=1)
         checked_whole("state_size", self.state_size, minimum=1)
-        checked_whole("attention_layers", self.attention_layers, minimum=1 if self.kind == "hybrid" else 0)
+        checked_whole(
+            "attention_layers",
+            self.attention_layers,
+            minimum=1 if self.kind == "hybrid" else 0,
+        )
 
 
 def _shape_for(d: Design, m: ModelShape) -> ModelShape:
-    """The model ``m`` with the design's key-value heads (``m`` itself when it sets none)."""
+    """The model ``m`` with the design's key-value heads (``m`` itself when it sets
+    none)."""
     if d.kind == "hybrid" and d.attention_layers > m.layers:
-        raise ValueError(f"attention_layers={d.attention_layers} is more than the model's {m.layers} layers")
+        raise ValueError(
+            f"attention_layers={d.attention_layers} is more than the model's "
+            f"{m.layers} layers"
+        )
     return m if d.kv_heads is None else replace(m, kv_heads=d.kv_heads)
 
 
@@ -86,8 +112,8 @@ def _held_tokens(d: Design, tokens: int) -> int:
 
 
 def reach(d: Design, tokens: int) -> int:
-    """Furthest distance back, in tokens, that one layer draws on at all in a conversation of
-    ``tokens`` (directly, or through a carried state)."""
+    """Furthest distance back, in tokens, that one layer draws on at all in a
+    conversation of ``tokens`` (directly, or through a carried state)."""
     n = checked_whole("tokens", tokens, minimum=1)
     if d.kind == "convolution" or (d.kind == "attention" and d.window is not None):
         return _held_tokens(d, n) - 1
@@ -95,16 +121,17 @@ def reach(d: Design, tokens: int) -> int:
 
 
 def exact_recall(d: Design, tokens: int) -> int:
-    """Tokens of a ``tokens``-long conversation (the newest included) that one layer holds in full
-    and can hand back exactly; a carried state of S numbers per channel holds at most S."""
+    """Tokens of a ``tokens``-long conversation (the newest included) that one layer
+    holds in full and can hand back exactly; a carried state of S numbers per channel
+    holds at most S."""
     tokens = checked_whole("tokens", tokens, minimum=1)
     return _held_tokens(d, tokens)
 
 
 def dependent_steps(d: Design, tokens: int) -> int:
-    """Steps that must run one after another when one layer trains on a row of ``tokens``: the
-    whole row for a recurrent network, the rounds of a parallel scan for a running summary
-    (and a hybrid's summary layers), one wide step otherwise."""
+    """Steps that must run one after another when one layer trains on a row of
+    ``tokens``: the whole row for a recurrent network, the rounds of a parallel scan for
+    a running summary (and a hybrid's summary layers), one wide step otherwise."""
     n = checked_whole("tokens", tokens, minimum=1)
     if d.kind == "recurrent":
         return n
@@ -114,8 +141,8 @@ def dependent_steps(d: Design, tokens: int) -> int:
 
 
 def held_bytes(d: Design, m: ModelShape, tokens: int) -> int:
-    """Bytes one conversation of ``tokens`` holds over all layers: a cache, a state or the last
-    inputs of a filter."""
+    """Bytes one conversation of ``tokens`` holds over all layers: a cache, a state or
+    the last inputs of a filter."""
     n = checked_whole("tokens", tokens)
     s = _shape_for(d, m)
     if d.kind == "convolution":
@@ -130,33 +157,41 @@ def held_bytes(d: Design, m: ModelShape, tokens: int) -> int:
 
 
 def _token_flops(d: Design, m: ModelShape, context: int) -> int:
-    """Operations for one more token after ``context`` tokens: every weight once, plus the
-    design's own mixing (attention's pairs, a summary's state updates)."""
+    """Operations for one more token after ``context`` tokens: every weight once, plus
+    the design's own mixing (attention's pairs, a summary's state updates)."""
     n = checked_whole("context", context)
     s = _shape_for(d, m)
     weights = 2 * parameter_count(s)
     if d.kind == "attention":
-        return weights + decode_pair_flops(s, n if d.window is None else min(n, d.window))
+        return weights + decode_pair_flops(
+            s, n if d.window is None else min(n, d.window)
+        )
     if d.kind == "summary":
         return weights + summary_flops_per_token(m, d.state_size)
     if d.kind == "hybrid":
         one = replace(s, layers=1)
         summary_layers = m.layers - d.attention_layers
-        return (weights + d.attention_layers * decode_pair_flops(one, n)
-                + summary_layers * summary_flops_per_token(one, d.state_size))
+        return (
+            weights
+            + d.attention_layers * decode_pair_flops(one, n)
+            + summary_layers * summary_flops_per_token(one, d.state_size)
+        )
     return weights  # a filter's or a recurrent network's mixing is its weights
 
 
 def token_time(d: Design, m: ModelShape, acc: Accelerator, context: int) -> float:
-    """Seconds one conversation waits for one more token after ``context`` tokens: the slower of
-    the arithmetic and the reading of every weight and everything the conversation holds."""
-    reading = (weight_bytes(_shape_for(d, m)) + held_bytes(d, m, context)) / acc.bytes_per_s
+    """Seconds one conversation waits for one more token after ``context`` tokens: the
+    slower of the arithmetic and the reading of every weight and everything the
+    conversation holds."""
+    reading = (
+        weight_bytes(_shape_for(d, m)) + held_bytes(d, m, context)
+    ) / acc.bytes_per_s
     return max(_token_flops(d, m, context) / acc.flops_per_s, reading)
 
 
 def grouped_kv_heads(m: ModelShape) -> int:
-    """Key-value heads of the grouped-query version of ``m`` the book compares everywhere: the
-    middle of ``shapes.kv_head_choices`` (its own count if it already shares them), or the
-    fewest there are when no middle exists."""
+    """Key-value heads of the grouped-query version of ``m`` the book compares
+    everywhere: the middle of ``shapes.kv_head_choices`` (its own count if it already
+    shares them), or the fewest there are when no middle exists."""
     choices = kv_head_choices(m)
     return choices[1] if len(choices) > 1 else choices[0]

@@ -1,8 +1,10 @@
-"""Attention masks: which (query, key) pairs of positions may attend, and how many there are.
+"""Attention masks: which (query, key) pairs of positions may attend, and how many there
+are.
 
 A mask is a boolean grid: row i is the position doing the looking, column j the
 position looked at; True means the pair is allowed. Positions are 0-based here.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,8 +12,15 @@ import numpy as np
 from .checks import checked_whole
 
 __all__ = [
-    "causal_mask", "window_mask", "window_global_mask", "causal_pairs", "window_pairs",
-    "window_global_pairs", "window_reach", "apply_mask", "window_overflow",
+    "causal_mask",
+    "window_mask",
+    "window_global_mask",
+    "causal_pairs",
+    "window_pairs",
+    "window_global_pairs",
+    "window_reach",
+    "apply_mask",
+    "window_overflow",
 ]
 
 
@@ -22,7 +31,8 @@ def causal_mask(n: int) -> np.ndarray:
 
 
 def window_mask(n: int, window: int) -> np.ndarray:
-    """The causal grid cut to a band: each position sees itself and ``window - 1`` before it."""
+    """The causal grid cut to a band: each position sees itself and ``window - 1``
+    before it."""
     w = checked_whole("window", window, minimum=1)
     n = checked_whole("n", n)
     rows, cols = np.indices((n, n))
@@ -30,7 +40,8 @@ def window_mask(n: int, window: int) -> np.ndarray:
 
 
 def window_global_mask(n: int, window: int, n_global: int) -> np.ndarray:
-    """A window plus the first ``n_global`` positions, which every later position may read."""
+    """A window plus the first ``n_global`` positions, which every later position may
+    read."""
     g = checked_whole("n_global", n_global)
     mask = window_mask(n, window)
     mask[:, :g] |= causal_mask(n)[:, :g]
@@ -54,28 +65,36 @@ def window_global_pairs(n: int, window: int, n_global: int) -> int:
     """Allowed pairs for a window plus ``n_global`` positions everyone may read."""
     n, w = checked_whole("n", n), checked_whole("window", window, minimum=1)
     g = checked_whole("n_global", n_global)
-    extra = sum(max(0, n - j - w) for j in range(min(g, n)))  # rows too far to see j in the window
+    extra = sum(
+        max(0, n - j - w) for j in range(min(g, n))
+    )  # rows too far to see j in the window
     return window_pairs(n, w) + extra
 
 
 def window_reach(window: int, layers: int) -> int:
-    """Furthest distance back, in positions, that ``layers`` stacked windows can carry information."""
+    """Furthest distance back, in positions, that ``layers`` stacked windows can carry
+    information."""
     layers = checked_whole("layers", layers)
     window = checked_whole("window", window, minimum=1)
     return layers * (window - 1)
 
 
-def apply_mask(scores: np.ndarray, mask: np.ndarray, fill: float = -np.inf) -> np.ndarray:
-    """The scores with every blocked pair replaced by ``fill`` (minus infinity by default)."""
+def apply_mask(
+    scores: np.ndarray, mask: np.ndarray, fill: float = -np.inf
+) -> np.ndarray:
+    """The scores with every blocked pair replaced by ``fill`` (minus infinity by
+    default)."""
     scores = np.asarray(scores, dtype=float)
     if scores.shape[-2:] != mask.shape:  # leading batch and head dimensions broadcast
-        raise ValueError(f"scores of shape {scores.shape} do not match a mask of shape {mask.shape}")
+        raise ValueError(
+            f"scores of shape {scores.shape} do not match a mask of shape {mask.shape}"
+        )
     return np.where(mask, scores, fill)
 
 
 def window_overflow(tokens: int, window: int) -> tuple[int, float]:
-    """Oldest tokens a conversation of ``tokens`` loses when only the newest ``window`` fit,
-    and that loss as a fraction of the conversation (0 when it fits)."""
+    """Oldest tokens a conversation of ``tokens`` loses when only the newest ``window``
+    fit, and that loss as a fraction of the conversation (0 when it fits)."""
     n, w = checked_whole("tokens", tokens), checked_whole("window", window, minimum=1)
     dropped = max(0, n - w)
     return dropped, (dropped / n if n else 0.0)

@@ -1,20 +1,34 @@
-"""Parameters and memory: what a model, a training step and a conversation hold, in bytes."""
+"""Parameters and memory: what a model, a training step and a conversation hold, in
+bytes."""
+
 from __future__ import annotations
 
 from .checks import checked_whole
 from .shapes import Accelerator, ModelShape
 
 __all__ = [
-    "attention_params", "ffn_params", "parameter_count", "weight_bytes",
-    "training_memory", "kv_bytes_per_token", "kv_cache_bytes", "serving_bytes",
-    "longest_conversation", "conversations_that_fit", "score_grid_bytes",
-    "summary_state_bytes", "hybrid_cache_bytes", "layer_activation_bytes", "activation_bytes",
+    "attention_params",
+    "ffn_params",
+    "parameter_count",
+    "weight_bytes",
+    "training_memory",
+    "kv_bytes_per_token",
+    "kv_cache_bytes",
+    "serving_bytes",
+    "longest_conversation",
+    "conversations_that_fit",
+    "score_grid_bytes",
+    "summary_state_bytes",
+    "hybrid_cache_bytes",
+    "layer_activation_bytes",
+    "activation_bytes",
     "logits_bytes",
 ]
 
 
 def attention_params(m: ModelShape) -> int:
-    """Weights of one attention part (query, key, value and output matrices), a count."""
+    """Weights of one attention part (query, key, value and output matrices), a
+    count."""
     q_and_out = 2 * m.width * m.heads * m.head_dim
     k_and_v = 2 * m.width * m.kv_heads * m.head_dim
     return q_and_out + k_and_v
@@ -31,8 +45,8 @@ def _norm_params(m: ModelShape) -> int:
 
 
 def parameter_count(m: ModelShape) -> int:
-    """Trainable numbers in the whole model: embeddings, every block (attention, feed-forward
-    and two normalisations), the final norm, the head."""
+    """Trainable numbers in the whole model: embeddings, every block (attention,
+    feed-forward and two normalisations), the final norm, the head."""
     embeddings = m.embedding_tables * m.vocab * m.width
     block = attention_params(m) + ffn_params(m) + 2 * _norm_params(m)
     return embeddings + m.layers * block + _norm_params(m)
@@ -55,10 +69,11 @@ def training_memory(
     logit_bytes: int = 4,
 ) -> dict[str, int]:
     """Bytes one training step holds, in six parts: weights and gradients at
-    ``m.bytes_per_number``; the optimiser's ``optimizer_states`` numbers per parameter at
-    ``state_bytes``; a master copy of the weights at ``master_bytes`` (none when the weights
-    are already held in that many bytes or more); the activations kept for the backward pass
-    (``activation_bytes``); and the logits the loss reads (``logits_bytes``)."""
+    ``m.bytes_per_number``; the optimiser's ``optimizer_states`` numbers per parameter
+    at ``state_bytes``; a master copy of the weights at ``master_bytes`` (none when the
+    weights are already held in that many bytes or more); the activations kept for the
+    backward pass (``activation_bytes``); and the logits the loss reads
+    (``logits_bytes``)."""
     p = parameter_count(m)
     checked_whole("optimizer_states", optimizer_states)
     checked_whole("state_bytes", state_bytes, minimum=1)
@@ -68,7 +83,9 @@ def training_memory(
         "gradients": p * m.bytes_per_number,
         "optimiser": p * optimizer_states * state_bytes,
         "master copy": p * master_bytes if master_bytes > m.bytes_per_number else 0,
-        "activations": activation_bytes(m, batch, seq_len, keep_scores=keep_scores, dropout=dropout),
+        "activations": activation_bytes(
+            m, batch, seq_len, keep_scores=keep_scores, dropout=dropout
+        ),
         "logits": logits_bytes(m, batch, seq_len, logit_bytes),
     }
 
@@ -79,7 +96,8 @@ def kv_bytes_per_token(m: ModelShape) -> int:
 
 
 def kv_cache_bytes(m: ModelShape, tokens: int, window: int | None = None) -> int:
-    """Bytes of cache one conversation of ``tokens`` holds (only the last ``window`` if set)."""
+    """Bytes of cache one conversation of ``tokens`` holds (only the last ``window`` if
+    set)."""
     tokens = checked_whole("tokens", tokens)
     if window is not None:
         tokens = min(tokens, checked_whole("window", window, minimum=1))
@@ -94,22 +112,26 @@ def serving_bytes(m: ModelShape, tokens: int, conversations: int = 1) -> int:
 
 
 def _free_bytes(m: ModelShape, acc: Accelerator) -> int:
-    """Bytes of ``acc``'s memory left once one copy of the weights is loaded (an error if
-    the weights do not fit)."""
+    """Bytes of ``acc``'s memory left once one copy of the weights is loaded (an error
+    if the weights do not fit)."""
     free = acc.memory_bytes - weight_bytes(m)
     if free < 0:
-        raise ValueError(f"the weights ({weight_bytes(m)} bytes) do not fit in "
-                         f"{acc.memory_bytes} bytes")
+        raise ValueError(
+            f"the weights ({weight_bytes(m)} bytes) do not fit in "
+            f"{acc.memory_bytes} bytes"
+        )
     return free
 
 
 def longest_conversation(m: ModelShape, acc: Accelerator) -> int:
-    """Most tokens one conversation can hold in the cache once the weights are loaded."""
+    """Most tokens one conversation can hold in the cache once the weights are
+    loaded."""
     return _free_bytes(m, acc) // kv_bytes_per_token(m)
 
 
 def conversations_that_fit(m: ModelShape, acc: Accelerator, tokens: int) -> int:
-    """Conversations of ``tokens`` each whose caches fit beside one copy of the weights."""
+    """Conversations of ``tokens`` each whose caches fit beside one copy of the
+    weights."""
     tokens = checked_whole("tokens", tokens, minimum=1)
     return longest_conversation(m, acc) // tokens
 
@@ -128,32 +150,51 @@ def summary_state_bytes(m: ModelShape, state_size: int = 16) -> int:
     return m.layers * m.width * state_size * m.bytes_per_number
 
 
-def hybrid_cache_bytes(m: ModelShape, tokens: int, attention_layers: int, state_size: int = 16) -> int:
-    """Bytes a hybrid holds: a cache in ``attention_layers`` layers, a running summary in the rest."""
+def hybrid_cache_bytes(
+    m: ModelShape, tokens: int, attention_layers: int, state_size: int = 16
+) -> int:
+    """Bytes a hybrid holds: a cache in ``attention_layers`` layers, a running summary
+    in the rest."""
     attention_layers = checked_whole("attention_layers", attention_layers)
     if attention_layers > m.layers:
-        raise ValueError(f"attention_layers={attention_layers} is more than the model's {m.layers} layers")
+        raise ValueError(
+            f"attention_layers={attention_layers} is more than the model's {m.layers} "
+            "layers"
+        )
     per_layer_cache = kv_cache_bytes(m, tokens) // m.layers
     per_layer_state = summary_state_bytes(m, state_size) // m.layers
-    return attention_layers * per_layer_cache + (m.layers - attention_layers) * per_layer_state
+    return (
+        attention_layers * per_layer_cache
+        + (m.layers - attention_layers) * per_layer_state
+    )
 
 
-def layer_activation_bytes(m: ModelShape, batch: int, seq_len: int, *, keep_scores: bool = True,
-                           dropout: bool = True) -> dict[str, int]:
-    """Bytes one layer keeps for the backward pass, by tensor, counted as Korthikanti et al.
-    (2022) count them: activations at ``m.bytes_per_number`` bytes, dropout masks at one byte.
+def layer_activation_bytes(
+    m: ModelShape,
+    batch: int,
+    seq_len: int,
+    *,
+    keep_scores: bool = True,
+    dropout: bool = True,
+) -> dict[str, int]:
+    """Bytes one layer keeps for the backward pass, by tensor, counted as Korthikanti et
+    al. (2022) count them: activations at ``m.bytes_per_number`` bytes, dropout masks at
+    one byte.
 
-    For their layer (LayerNorm, plain multi-head attention, a two-matrix feed-forward part of
-    width 4h, dropout) the parts add up to s*b*h*(34 + 5*a*s/h) bytes at two bytes a number,
-    and to s*b*h*34 without the score grids (``keep_scores=False``: recomputed, or never stored
-    by a fused attention kernel). Grouped keys and values are kept at their own width; a gated
-    feed-forward part keeps four inner vectors (gate, up, activated gate, product) instead of two."""
+    For their layer (LayerNorm, plain multi-head attention, a two-matrix feed-forward
+    part of width 4h, dropout) the parts add up to s*b*h*(34 + 5*a*s/h) bytes at two
+    bytes a number, and to s*b*h*34 without the score grids (``keep_scores=False``:
+    recomputed, or never stored by a fused attention kernel). Grouped keys and values
+    are kept at their own width; a gated feed-forward part keeps four inner vectors
+    (gate, up, activated gate, product) instead of two."""
     batch = checked_whole("batch", batch, minimum=1)
     seq_len = checked_whole("seq_len", seq_len, minimum=1)
     tokens = batch * seq_len
     n = m.bytes_per_number
     queries, kv = m.heads * m.head_dim, m.kv_heads * m.head_dim
-    grid = m.heads * seq_len * tokens  # one score per head per pair of positions, per sequence
+    grid = (
+        m.heads * seq_len * tokens
+    )  # one score per head per pair of positions, per sequence
     parts = {
         "normalisation inputs": 2 * tokens * m.width * n,
         "attention input": tokens * m.width * n,
@@ -172,16 +213,28 @@ def layer_activation_bytes(m: ModelShape, batch: int, seq_len: int, *, keep_scor
     return parts
 
 
-def activation_bytes(m: ModelShape, batch: int, seq_len: int, *, keep_scores: bool = True,
-                     dropout: bool = True) -> int:
-    """Bytes all layers keep for the backward pass (``layer_activation_bytes`` times the layers)."""
-    per_layer = layer_activation_bytes(m, batch, seq_len, keep_scores=keep_scores, dropout=dropout)
+def activation_bytes(
+    m: ModelShape,
+    batch: int,
+    seq_len: int,
+    *,
+    keep_scores: bool = True,
+    dropout: bool = True,
+) -> int:
+    """Bytes all layers keep for the backward pass (``layer_activation_bytes`` times the
+    layers)."""
+    per_layer = layer_activation_bytes(
+        m, batch, seq_len, keep_scores=keep_scores, dropout=dropout
+    )
     return m.layers * sum(per_layer.values())
 
 
-def logits_bytes(m: ModelShape, batch: int, seq_len: int, bytes_per_number: int = 4) -> int:
-    """Bytes of the logits the loss reads: one score per word of the vocabulary for every
-    position of the batch, at ``bytes_per_number`` bytes (4: the loss is taken in 32-bit floats)."""
+def logits_bytes(
+    m: ModelShape, batch: int, seq_len: int, bytes_per_number: int = 4
+) -> int:
+    """Bytes of the logits the loss reads: one score per word of the vocabulary for
+    every position of the batch, at ``bytes_per_number`` bytes (4: the loss is taken in
+    32-bit floats)."""
     batch = checked_whole("batch", batch, minimum=1)
     seq_len = checked_whole("seq_len", seq_len, minimum=1)
     bytes_per_number = checked_whole("bytes_per_number", bytes_per_number, minimum=1)

@@ -1,10 +1,12 @@
-"""A plain PyTorch decoder built to a ``ModelShape``: the independent reference for the arithmetic.
+"""A plain PyTorch decoder built to a ``ModelShape``: the independent reference for the
+arithmetic.
 
 It is written in the spirit of nanoGPT's ``model.py``: short, readable, no tricks.
 The tests count its parameters with torch and read the bytes its key-value cache
 really holds, and compare both with the formulas in ``memory``. Nothing here is
 trained and no weights are ever loaded from anywhere.
 """
+
 from __future__ import annotations
 
 import torch
@@ -16,16 +18,24 @@ from .shapes import ModelShape
 __all__ = ["Decoder", "KVCache", "StaticCache", "StaticSlot", "cache_bytes"]
 
 KVCache = list[tuple[torch.Tensor, torch.Tensor]]
-"""One (keys, values) pair per layer, each of shape (batch, kv_heads, tokens, head_dim)."""
+"""One (keys, values) pair per layer, each of shape (batch, kv_heads, tokens,
+head_dim)."""
 
 
 class StaticCache:
-    """A key-value cache written into buffers allocated once, the way serving software keeps it.
+    """A key-value cache written into buffers allocated once, the way serving software
+    keeps it.
 
-    ``length`` counts the tokens already stored; each forward pass writes the new keys and
-    values after them instead of copying the whole cache into a longer tensor."""
+    ``length`` counts the tokens already stored; each forward pass writes the new keys
+    and values after them instead of copying the whole cache into a longer tensor."""
 
-    def __init__(self, m: ModelShape, max_tokens: int, batch: int = 1, dtype: torch.dtype = torch.float32) -> None:
+    def __init__(
+        self,
+        m: ModelShape,
+        max_tokens: int,
+        batch: int = 1,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
         shape = (batch, m.kv_heads, max_tokens, m.head_dim)
@@ -38,22 +48,29 @@ class StaticCache:
         return self.keys[0].shape[2]
 
     def layer(self, i: int) -> "StaticSlot":
-        """Layer ``i``'s buffers, to be written after the ``length`` tokens already stored."""
+        """Layer ``i``'s buffers, to be written after the ``length`` tokens already
+        stored."""
         return StaticSlot(self.keys[i], self.values[i], self.length)
 
 
 class StaticSlot:
-    """One layer's share of a ``StaticCache``: its key and value buffers and where to write next."""
+    """One layer's share of a ``StaticCache``: its key and value buffers and where to
+    write next."""
 
     def __init__(self, keys: torch.Tensor, values: torch.Tensor, start: int) -> None:
         self.keys, self.values, self.start = keys, values, start
 
-    def extend(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Write ``k`` and ``v`` in place after the stored tokens; return every stored key and value."""
+    def extend(
+        self, k: torch.Tensor, v: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Write ``k`` and ``v`` in place after the stored tokens; return every stored
+        key and value."""
         end = self.start + k.shape[2]
         if end > self.keys.shape[2]:
-            raise ValueError(f"the static cache holds {self.keys.shape[2]} tokens; {end} needed")
-        self.keys[:, :, self.start:end], self.values[:, :, self.start:end] = k, v
+            raise ValueError(
+                f"the static cache holds {self.keys.shape[2]} tokens; {end} needed"
+            )
+        self.keys[:, :, self.start : end], self.values[:, :, self.start : end] = k, v
         return self.keys[:, :, :end], self.values[:, :, :end]
 
 
@@ -62,7 +79,8 @@ def _norm(m: ModelShape) -> nn.Module:
 
 
 class Attention(nn.Module):
-    """Causal self-attention with ``kv_heads`` key-value heads shared by groups of query heads."""
+    """Causal self-attention with ``kv_heads`` key-value heads shared by groups of query
+    heads."""
 
     def __init__(self, m: ModelShape) -> None:
         super().__init__()
@@ -72,11 +90,14 @@ class Attention(nn.Module):
         self.v = nn.Linear(m.width, m.kv_heads * m.head_dim, bias=False)
         self.out = nn.Linear(m.heads * m.head_dim, m.width, bias=False)
 
-    def forward(self, x: torch.Tensor,
-                past: tuple[torch.Tensor, torch.Tensor] | StaticSlot | None = None):
-        """The attended output for ``x``, and the keys and values attention read: the layer's
-        past (joined onto a copy for a (keys, values) pair, written in place for a
-        ``StaticSlot``) followed by those of ``x``."""
+    def forward(
+        self,
+        x: torch.Tensor,
+        past: tuple[torch.Tensor, torch.Tensor] | StaticSlot | None = None,
+    ):
+        """The attended output for ``x``, and the keys and values attention read: the
+        layer's past (joined onto a copy for a (keys, values) pair, written in place for
+        a ``StaticSlot``) followed by those of ``x``."""
         b, t, _ = x.shape
         m = self.m
         q = self.q(x).view(b, t, m.heads, m.head_dim).transpose(1, 2)
@@ -86,20 +107,23 @@ class Attention(nn.Module):
             k, v = past.extend(k, v)
         elif past is not None:
             k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
-        # With a cache, the t new queries sit at the end of the row and may read everything
+        # With a cache, the t new queries sit at the end of the row and may read
+        # everything
         # before them; without one, the usual causal mask applies.
         causal = past is None and t > 1
         mask = None
         if past is not None and t > 1:
             total = k.shape[2]
             mask = torch.ones(t, total, dtype=torch.bool).tril(diagonal=total - t)
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal,
-                                           enable_gqa=m.kv_heads != m.heads)
+        y = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, is_causal=causal, enable_gqa=m.kv_heads != m.heads
+        )
         return self.out(y.transpose(1, 2).reshape(b, t, m.heads * m.head_dim)), (k, v)
 
 
 class FeedForward(nn.Module):
-    """Two matrices with a GELU between, or three (gate, up, down) with SiLU when gated."""
+    """Two matrices with a GELU between, or three (gate, up, down) with SiLU when
+    gated."""
 
     def __init__(self, m: ModelShape) -> None:
         super().__init__()
@@ -128,7 +152,8 @@ class Block(nn.Module):
 
 
 class Decoder(nn.Module):
-    """Token embeddings, ``layers`` blocks, a final norm and the output head (tied if the shape says so)."""
+    """Token embeddings, ``layers`` blocks, a final norm and the output head (tied if
+    the shape says so)."""
 
     def __init__(self, m: ModelShape) -> None:
         super().__init__()
@@ -143,8 +168,8 @@ class Decoder(nn.Module):
     def forward(self, tokens: torch.Tensor, cache: KVCache | StaticCache | None = None):
         """Logits for every position of ``tokens``, and the cache extended by them.
 
-        A list cache grows by joining tensors (simple, but it copies the whole cache each
-        step); a ``StaticCache`` is written in place and returned as it is."""
+        A list cache grows by joining tensors (simple, but it copies the whole cache
+        each step); a ``StaticCache`` is written in place and returned as it is."""
         x = self.embed(tokens)
         if isinstance(cache, StaticCache):
             for i, block in enumerate(self.blocks):
@@ -158,8 +183,11 @@ class Decoder(nn.Module):
         return self.head(self.norm(x)), new_cache
 
     @torch.no_grad()
-    def generate(self, prompt: torch.Tensor, new_tokens: int) -> tuple[torch.Tensor, KVCache]:
-        """Greedy decoding, one token a step, reusing the cache; returns the row and the final cache."""
+    def generate(
+        self, prompt: torch.Tensor, new_tokens: int
+    ) -> tuple[torch.Tensor, KVCache]:
+        """Greedy decoding, one token a step, reusing the cache; returns the row and the
+        final cache."""
         logits, cache = self(prompt)
         row = prompt
         for _ in range(new_tokens):
@@ -171,4 +199,6 @@ class Decoder(nn.Module):
 
 def cache_bytes(cache: KVCache) -> int:
     """Bytes the tensors of a real cache occupy."""
-    return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in cache)
+    return sum(
+        k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in cache
+    )

@@ -1,15 +1,17 @@
-"""The two things every number in the book depends on: a model's shape and an accelerator.
+"""The two things every number in the book depends on: a model's shape and an
+accelerator.
 
 Both are frozen dataclasses that check themselves when they are built, so a shape that
-cannot exist (a width that the heads do not divide, a negative layer count) fails at once
-with a message naming the bad value, instead of drawing a wrong figure later.
+cannot exist (a width that the heads do not divide, a negative layer count) fails at
+once with a message naming the bad value, instead of drawing a wrong figure later.
 
-A ``ModelShape`` is the book's plain decoder and nothing else: every layer the same, full
-attention in every layer, one dense feed-forward part. Published models whose layers
-differ (windows, experts, running summaries) are the calculator's business
-(``transformer_calculator``), which builds on these formulas but never hands them its own
-layouts.
+A ``ModelShape`` is the book's plain decoder and nothing else: every layer the same,
+full attention in every layer, one dense feed-forward part. Published models whose
+layers differ (windows, experts, running summaries) are the calculator's business
+(``transformer_calculator``), which builds on these formulas but never hands them its
+own layouts.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -17,20 +19,29 @@ from dataclasses import dataclass, field
 from .checks import checked_positive, checked_whole
 from .units import GIB, KIB, MIB, rates_text, size_text
 
-__all__ = ["ModelShape", "Accelerator", "EXAMPLE_MODEL", "EXAMPLE_ACCELERATOR", "GIB", "MIB",
-           "KIB", "kv_head_choices", "opening_table"]
+__all__ = [
+    "ModelShape",
+    "Accelerator",
+    "EXAMPLE_MODEL",
+    "EXAMPLE_ACCELERATOR",
+    "GIB",
+    "MIB",
+    "KIB",
+    "kv_head_choices",
+    "opening_table",
+]
 
 
 @dataclass(frozen=True)
 class ModelShape:
     """The sizes of a plain decoder-only transformer.
 
-    ``kv_heads`` is the number of key-value heads: equal to ``heads`` for plain multi-head
-    attention, fewer for grouped-query attention, 1 for multi-query. ``width`` defaults to
-    ``heads * head_dim``. ``gated_ffn`` selects a feed-forward part of three matrices (gate,
-    up, down) instead of two. ``tied_embeddings`` shares one table between the input and the
-    output layer. ``norm_bias`` adds a bias to each normalisation (LayerNorm) instead of a
-    scale alone (RMSNorm).
+    ``kv_heads`` is the number of key-value heads: equal to ``heads`` for plain
+    multi-head attention, fewer for grouped-query attention, 1 for multi-query.
+    ``width`` defaults to ``heads * head_dim``. ``gated_ffn`` selects a feed-forward
+    part of three matrices (gate, up, down) instead of two. ``tied_embeddings`` shares
+    one table between the input and the output layer. ``norm_bias`` adds a bias to each
+    normalisation (LayerNorm) instead of a scale alone (RMSNorm).
     """
 
     layers: int
@@ -47,7 +58,14 @@ class ModelShape:
     name: str = field(default="model", compare=False)
 
     def __post_init__(self) -> None:
-        for key in ("layers", "heads", "head_dim", "ffn_width", "vocab", "bytes_per_number"):
+        for key in (
+            "layers",
+            "heads",
+            "head_dim",
+            "ffn_width",
+            "vocab",
+            "bytes_per_number",
+        ):
             checked_whole(key, getattr(self, key), minimum=1)
         if self.kv_heads is None:
             object.__setattr__(self, "kv_heads", self.heads)
@@ -64,23 +82,29 @@ class ModelShape:
     def __str__(self) -> str:
         kv = "" if self.kv_heads == self.heads else f", {self.kv_heads} key-value heads"
         ffn = "gated feed-forward" if self.gated_ffn else "feed-forward"
-        return (f"{self.name}: {self.layers} layers, {self.heads} heads of {self.head_dim}{kv}, "
-                f"width {self.width:,}, {ffn} width {self.ffn_width:,}, "
-                f"vocabulary {self.vocab:,}, {self.bytes_per_number} bytes a number")
+        return (
+            f"{self.name}: {self.layers} layers, {self.heads} heads of "
+            f"{self.head_dim}{kv}, "
+            f"width {self.width:,}, {ffn} width {self.ffn_width:,}, "
+            f"vocabulary {self.vocab:,}, {self.bytes_per_number} bytes a number"
+        )
 
     @property
     def group_size(self) -> int:
-        """Query heads that share one key-value head (1 = plain multi-head attention)."""
+        """Query heads that share one key-value head (1 = plain multi-head
+        attention)."""
         return self.heads // self.kv_heads
 
     @property
     def ffn_matrices(self) -> int:
-        """Matrices in one feed-forward part: three when gated (gate, up, down), else two."""
+        """Matrices in one feed-forward part: three when gated (gate, up, down), else
+        two."""
         return 3 if self.gated_ffn else 2
 
     @property
     def embedding_tables(self) -> int:
-        """Vocabulary-by-width tables: one shared by input and output when tied, else two."""
+        """Vocabulary-by-width tables: one shared by input and output when tied, else
+        two."""
         return 1 if self.tied_embeddings else 2
 
     @property
@@ -92,7 +116,8 @@ class ModelShape:
 
 @dataclass(frozen=True)
 class Accelerator:
-    """A chip's three limits: arithmetic per second, bytes read per second, bytes held."""
+    """A chip's three limits: arithmetic per second, bytes read per second, bytes
+    held."""
 
     flops_per_s: float
     bytes_per_s: float
@@ -105,66 +130,91 @@ class Accelerator:
         checked_whole("memory_bytes", self.memory_bytes, minimum=1)
 
     def __str__(self) -> str:
-        return (f"{self.name}: {rates_text(self.flops_per_s, self.bytes_per_s)}, "
-                f"{self.memory_bytes / GIB:.4g} GiB")
+        return (
+            f"{self.name}: {rates_text(self.flops_per_s, self.bytes_per_s)}, "
+            f"{self.memory_bytes / GIB:.4g} GiB"
+        )
 
 
 EXAMPLE_MODEL_SIZES: dict[str, int] = {
-    "layers": 24, "heads": 16, "head_dim": 64, "ffn_width": 4096, "vocab": 32768,
+    "layers": 24,
+    "heads": 16,
+    "head_dim": 64,
+    "ffn_width": 4096,
+    "vocab": 32768,
     "bytes_per_number": 2,
 }
 """The sizes the pages state for the example model (the rest take ``ModelShape``'s
-defaults: width = heads x head_dim, a key-value head per query head, a plain feed-forward
-part, tied embeddings, RMSNorm)."""
+defaults: width = heads x head_dim, a key-value head per query head, a plain
+feed-forward part, tied embeddings, RMSNorm)."""
 
 EXAMPLE_MODEL = ModelShape(**EXAMPLE_MODEL_SIZES, name="the example model")
-"""The book's stated example: 24 layers, 16 heads of 64, width 1,024, two bytes a number."""
+"""The book's stated example: 24 layers, 16 heads of 64, width 1,024, two bytes a
+number."""
 
 EXAMPLE_ACCELERATOR_RATES: dict[str, float] = {
-    "flops_per_s": 100e12, "bytes_per_s": 1e12, "memory_bytes": 24 * GIB,
+    "flops_per_s": 100e12,
+    "bytes_per_s": 1e12,
+    "memory_bytes": 24 * GIB,
 }
 """The rates and memory the pages state for the example accelerator."""
 
-EXAMPLE_ACCELERATOR = Accelerator(**EXAMPLE_ACCELERATOR_RATES, name="the example accelerator")
-"""The book's stated example chip: 10^14 operations a second, 10^12 bytes a second, 24 GiB."""
+EXAMPLE_ACCELERATOR = Accelerator(
+    **EXAMPLE_ACCELERATOR_RATES, name="the example accelerator"
+)
+"""The book's stated example chip: 10^14 operations a second, 10^12 bytes a second, 24
+GiB."""
 
 
 def kv_head_choices(m: ModelShape) -> tuple[int, ...]:
-    """Key-value head counts to compare for ``m``'s query heads, most first: plain attention
-    (one per query head), one grouped choice, and multi-query (one for all).
+    """Key-value head counts to compare for ``m``'s query heads, most first: plain
+    attention (one per query head), one grouped choice, and multi-query (one for all).
 
-    The grouped choice is ``m``'s own count when ``m`` already groups its heads; otherwise it
-    is the smallest divisor of the head count at least its square root, the most even split
-    of the heads into groups (16 heads: 4 groups of 4; 12 heads: 4 groups of 3). A count that
-    would repeat another is left out, so a model with one or two (or a prime number of)
-    heads gets fewer than three choices."""
+    The grouped choice is ``m``'s own count when ``m`` already groups its heads;
+    otherwise it is the smallest divisor of the head count at least its square root, the
+    most even split of the heads into groups (16 heads: 4 groups of 4; 12 heads: 4
+    groups of 3). A count that would repeat another is left out, so a model with one or
+    two (or a prime number of) heads gets fewer than three choices."""
     if not isinstance(m, ModelShape):
         raise ValueError(f"m must be a ModelShape, got {type(m).__name__}")
     if 1 < m.kv_heads < m.heads:
         grouped = m.kv_heads
     else:
-        grouped = next(d for d in range(1, m.heads + 1) if m.heads % d == 0 and d * d >= m.heads)
+        grouped = next(
+            d for d in range(1, m.heads + 1) if m.heads % d == 0 and d * d >= m.heads
+        )
     return tuple(sorted({m.heads, grouped, 1}, reverse=True))
 
 
 def opening_table(m: ModelShape, acc: Accelerator) -> dict[str, int | float | str]:
-    """The values a page opening's table states for a model and an accelerator: the model's
-    sizes; its layout as the counts the formula sheets use (feed-forward matrices, embedding
-    tables, numbers per channel of a normalisation), each with a word; the accelerator's
-    rates in TFLOP/s and TB/s; and its memory as a size."""
+    """The values a page opening's table states for a model and an accelerator: the
+    model's sizes; its layout as the counts the formula sheets use (feed-forward
+    matrices, embedding tables, numbers per channel of a normalisation), each with a
+    word; the accelerator's rates in TFLOP/s and TB/s; and its memory as a size."""
     if not isinstance(m, ModelShape):
         raise ValueError(f"m must be a ModelShape, got {type(m).__name__}")
     if not isinstance(acc, Accelerator):
         raise ValueError(f"acc must be an Accelerator, got {type(acc).__name__}")
     return {
-        "layers": m.layers, "heads": m.heads, "kv_heads": m.kv_heads, "head_dim": m.head_dim,
-        "width": m.width, "ffn_width": m.ffn_width, "vocab": m.vocab,
+        "layers": m.layers,
+        "heads": m.heads,
+        "kv_heads": m.kv_heads,
+        "head_dim": m.head_dim,
+        "width": m.width,
+        "ffn_width": m.ffn_width,
+        "vocab": m.vocab,
         "bytes_per_number": m.bytes_per_number,
-        "ffn_matrices": m.ffn_matrices, "ffn_kind": "gated" if m.gated_ffn else "plain",
+        "ffn_matrices": m.ffn_matrices,
+        "ffn_kind": "gated" if m.gated_ffn else "plain",
         "embed_tables": m.embedding_tables,
-        "embed_kind": "shared with the output layer" if m.tied_embeddings else "one in, one out",
+        "embed_kind": "shared with the output layer"
+        if m.tied_embeddings
+        else "one in, one out",
         "norm_numbers": m.norm_numbers,
-        "norm_kind": "LayerNorm: a scale and a bias" if m.norm_bias else "RMSNorm: a scale",
-        "tflops": acc.flops_per_s / 1e12, "tbps": acc.bytes_per_s / 1e12,
+        "norm_kind": "LayerNorm: a scale and a bias"
+        if m.norm_bias
+        else "RMSNorm: a scale",
+        "tflops": acc.flops_per_s / 1e12,
+        "tbps": acc.bytes_per_s / 1e12,
         "acc_memory": size_text(acc.memory_bytes),
     }

@@ -1,21 +1,26 @@
-"""How the simulated example's tables were made (provenance; the book does not run this).
+"""How the simulated example's tables were made (provenance; the book does not run
+this).
 
     python -m transformer_arithmetic.simulated_derivation   # prints the three tables
 
-``tests/test_simulated.py`` checks that these functions give back the stored tables exactly.
+``tests/test_simulated.py`` checks that these functions give back the stored tables
+exactly.
 """
+
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from .sampling import entropy as _entropy
 from .sampling import softmax as _softmax
-from .sampling import top_p_keep
 from .simulated import LOGITS, TARGETS, VOCAB
+from .simulated_fit import (
+    Figure, top_p_count, yes, no_ties, polish, to_units, as_tuple, quoted_chances,
+    row_from_chances, least_squares,
+)
 
 # --------------------------------------------------------------------------
 # How the tables were made
@@ -37,116 +42,30 @@ from .simulated import LOGITS, TARGETS, VOCAB
 # a top-p running total), so those are first fitted by least squares and
 # then rounded and polished in the same way.
 
-_Figure = tuple[float, float, int]
-"""(value computed from the table, value quoted in the text, decimals quoted)."""
-
-_FAIL = 1e3  # miss reported for a yes/no condition that does not hold
-
-
-def _top_p_count(p: np.ndarray, cut: float = 0.9) -> int:
-    """How many of the most likely words top-p keeps at ``cut``."""
-    return len(top_p_keep(p, cut))
-
-
-def _misses(figures: Sequence[_Figure]) -> np.ndarray:
-    """Each figure's distance from its quoted value, in units of half its last digit.
-
-    A value below 1 means the computed number rounds to the quoted one."""
-    return np.array([abs(v - t) / (0.5 * 10.0**-d) for v, t, d in figures])
-
-
-def _yes(condition: bool) -> _Figure:
-    """A yes/no condition written as a figure: a miss of 0 if it holds, a huge miss if not."""
-    return (0.0 if condition else _FAIL, 0.0, 0)
-
-
-def _no_ties(row: np.ndarray) -> _Figure:
-    """Yes/no: all entries differ, so every 'most likely' or 'least likely' word is clear."""
-    return _yes(len(set(row.tolist())) == len(row))
-
-
-def _polish(
-    units: np.ndarray,
-    free: Sequence[int],
-    figures: Callable[[np.ndarray], Sequence[_Figure]],
-    per_unit: int,
-    good_enough: float = 0.9,
-) -> np.ndarray:
-    """Move entries one grid step at a time until every figure rounds right.
-
-    ``units`` holds whole grid steps (the table is ``units / per_unit``). A move
-    shifts one entry of ``free``, or two of them, by one step up or down. Each
-    round takes the move that best lowers the worst miss (then the sum of squared
-    misses). Stops once the worst miss is below ``good_enough`` (a little room to
-    spare) or no move helps, and fails loudly if a figure is still off."""
-    units = units.copy()
-
-    def badness(u: np.ndarray) -> tuple[float, float]:
-        m = _misses(figures(u / per_unit))
-        if not np.all(np.isfinite(m)):
-            return math.inf, math.inf
-        return float(m.max()), float((m**2).sum())
-
-    free = list(free)
-    moves: list[tuple[tuple[int, ...], tuple[int, ...]]] = [((i,), (s,)) for i in free for s in (1, -1)]
-    moves += [((i, j), (s, t)) for i, j in itertools.combinations(free, 2) for s in (1, -1) for t in (1, -1)]
-    current = badness(units)
-    while current[0] >= good_enough:
-        best, best_units = current, None
-        for move in moves:
-            trial = units.copy()
-            trial[list(move[0])] += move[1]
-            b = badness(trial)
-            if b < best:
-                best, best_units = b, trial
-        if best_units is None:
-            break
-        current, units = best, best_units
-    if current[0] >= 1.0:
-        raise RuntimeError(f"could not fit the quoted figures (worst miss {current[0]:.3f})")
-    return units
-
-
-def _to_units(x: np.ndarray, per_unit: int) -> np.ndarray:
-    """Round to the nearest grid step (1 / per_unit); returns whole numbers of steps."""
-    return np.rint(np.asarray(x) * per_unit).astype(np.int64)
-
-
-def _as_tuple(units: np.ndarray, per_unit: int) -> tuple[float, ...]:
-    """Grid steps back to plain floats (k / 100 is the same float as the literal, e.g. 2.59)."""
-    return tuple(int(k) / per_unit for k in units)
-
-
-def _chances(pinned: Mapping[str, float], others: Mapping[str, float]) -> np.ndarray:
-    """A row of chances in VOCAB order: ``pinned`` words get exactly their value and the
-    remaining words share what is left in proportion to ``others``."""
-    assert set(pinned) | set(others) == set(VOCAB) and not set(pinned) & set(others)
-    rest = 1.0 - sum(pinned.values())
-    total = sum(others.values())
-    return np.array([pinned[w] if w in pinned else rest * others[w] / total for w in VOCAB])
-
-
-def _row_from_chances(p: np.ndarray) -> np.ndarray:
-    """Undo softmax: logits = ln(p) minus their mean, so each row's logits average 0."""
-    z = np.log(p)
-    return z - z.mean()
-
-
 _W = {w: i for i, w in enumerate(VOCAB)}
 _CENT = 100  # logits are kept to 0.01, i.e. whole hundredths
 
 # Position 4 (reads "lifts", should say "the"). The text quotes seven of its logits.
 # "table" gets a made-up low value; the four words left are fitted to the quoted
 # temperature, entropy and top-p figures.
-_P4_QUOTED = {"lifts": 2.59, "the": 1.97, "a": 1.69, "blue": 1.37, "red": 0.74, "cup": 0.64, "block": -2.61}
+_P4_QUOTED = {
+    "lifts": 2.59,
+    "the": 1.97,
+    "a": 1.69,
+    "blue": 1.37,
+    "red": 0.74,
+    "cup": 0.64,
+    "block": -2.61,
+}
 _P4_MADE_UP = {"table": -2.2}
 _P4_FREE = ("gripper", "arm", "drops", "moves")
 _P4_START = (0.5, -1.0, -0.5, 0.0)  # starting guess for the fit
 _P4_LOW, _P4_HIGH = -2.61, 0.64  # free logits stay strictly between "block" and "cup"
 
 
-def _p4_figures(row: np.ndarray) -> list[_Figure]:
-    """Every figure the text quotes about position 4 (the first nine are numbers, the rest yes/no)."""
+def _p4_figures(row: np.ndarray) -> list[Figure]:
+    """Every figure the text quotes about position 4 (the first nine are numbers, the
+    rest yes/no)."""
     p, cold, hot = _softmax(row), _softmax(row, 0.5), _softmax(row, 1.5)
     ranked = np.sort(p)[::-1]
     free = np.array([row[_W[w]] for w in _P4_FREE])
@@ -160,43 +79,24 @@ def _p4_figures(row: np.ndarray) -> list[_Figure]:
         (_entropy(cold), 1.20, 2),
         (_entropy(hot), 2.14, 2),
         (hot.min(), 0.0079, 4),
-        _yes(ranked[:6].sum() < 0.9 <= ranked[:7].sum()),
+        yes(ranked[:6].sum() < 0.9 <= ranked[:7].sum()),
         # the quoted six largest and the quoted smallest keep their places
-        _yes(bool(np.all((free > _P4_LOW) & (free < _P4_HIGH)))),
-        _no_ties(row),
+        yes(bool(np.all((free > _P4_LOW) & (free < _P4_HIGH)))),
+        no_ties(row),
     ]
 
 
 def _p4_row(free_values: Sequence[float]) -> np.ndarray:
-    """Position 4's logits from the quoted and made-up ones plus values for the free words."""
+    """Position 4's logits from the quoted and made-up ones plus values for the free
+    words."""
     row = np.zeros(len(VOCAB))
-    for w, v in {**_P4_QUOTED, **_P4_MADE_UP, **dict(zip(_P4_FREE, free_values))}.items():
+    for w, v in {
+        **_P4_QUOTED,
+        **_P4_MADE_UP,
+        **dict(zip(_P4_FREE, free_values)),
+    }.items():
         row[_W[w]] = v
     return row
-
-
-def _least_squares(residuals: Callable[[np.ndarray], np.ndarray], x0: Sequence[float]) -> np.ndarray:
-    """Levenberg-Marquardt: Gauss-Newton steps, shortened whenever a step would not help."""
-    x = np.array(x0, dtype=np.float64)
-    cost = float((residuals(x) ** 2).sum())
-    h, damping = 1e-6, 1.0
-    for _ in range(200):
-        r = residuals(x)
-        jac = np.empty((len(r), len(x)))
-        for k in range(len(x)):
-            dx = np.zeros_like(x)
-            dx[k] = h
-            jac[:, k] = (residuals(x + dx) - residuals(x - dx)) / (2 * h)
-        jtj = jac.T @ jac
-        step = np.linalg.solve(jtj + damping * np.trace(jtj) / len(x) * np.eye(len(x)), -jac.T @ r)
-        new_cost = float((residuals(x + step) ** 2).sum())
-        if new_cost < cost:
-            x, cost, damping = x + step, new_cost, damping / 3
-            if np.abs(step).max() < 1e-9:
-                break
-        else:
-            damping *= 4
-    return x
 
 
 def _derive_p4() -> np.ndarray:
@@ -204,73 +104,143 @@ def _derive_p4() -> np.ndarray:
     width = _P4_HIGH - _P4_LOW
 
     def free_values(y: np.ndarray) -> np.ndarray:
-        # y can be any real number; the S-curve keeps each logit inside (_P4_LOW, _P4_HIGH).
+        # y can be any real number; the S-curve keeps each logit inside (_P4_LOW,
+        # _P4_HIGH).
         return _P4_LOW + width / (1 + np.exp(-y))
 
     def residuals(y: np.ndarray) -> np.ndarray:
-        misses = [(v - t) / (0.5 * 10.0**-d) for v, t, d in _p4_figures(_p4_row(free_values(y)))[:9]]
+        misses = [
+            (v - t) / (0.5 * 10.0**-d)
+            for v, t, d in _p4_figures(_p4_row(free_values(y)))[:9]
+        ]
         # The fifth power makes the fit care mostly about the worst miss, which is
         # what "every figure rounds to its quoted digits" asks for.
         return np.array(misses) ** 5
 
     start = np.array(_P4_START)
-    y = _least_squares(residuals, -np.log(width / (start - _P4_LOW) - 1))
-    units = _to_units(_p4_row(free_values(y)), _CENT)
-    return _polish(units, [_W[w] for w in _P4_FREE], _p4_figures, _CENT)
+    y = least_squares(residuals, -np.log(width / (start - _P4_LOW) - 1))
+    units = to_units(_p4_row(free_values(y)), _CENT)
+    return polish(units, [_W[w] for w in _P4_FREE], _p4_figures, _CENT)
 
 
 # The other five positions: the quoted chances are pinned, the words the text never
 # mentions get made-up chances that suit a part-trained model.
 _P1 = (  # reads "<start>", should say "the"; the model prefers "a"
     {"the": 0.101, "a": 0.189},
-    {"gripper": 13, "arm": 11.5, "blue": 9.5, "red": 9, "cup": 8, "moves": 7,
-     "block": 4.5, "table": 4, "drops": 2.5, "lifts": 2},
+    {
+        "gripper": 13,
+        "arm": 11.5,
+        "blue": 9.5,
+        "red": 9,
+        "cup": 8,
+        "moves": 7,
+        "block": 4.5,
+        "table": 4,
+        "drops": 2.5,
+        "lifts": 2,
+    },
 )
 _P2 = (  # reads "the", should say "arm": a correct, fairly sure guess
     {"arm": 0.675},
-    {"gripper": 10, "block": 6, "cup": 4, "table": 3, "red": 2.5, "blue": 2,
-     "a": 1.5, "the": 1.2, "drops": 0.9, "moves": 0.8, "lifts": 0.6},
+    {
+        "gripper": 10,
+        "block": 6,
+        "cup": 4,
+        "table": 3,
+        "red": 2.5,
+        "blue": 2,
+        "a": 1.5,
+        "the": 1.2,
+        "drops": 0.9,
+        "moves": 0.8,
+        "lifts": 0.6,
+    },
 )
 _P3 = (  # reads "arm", should say "lifts"; the model prefers "moves"
     {"lifts": 0.053},
-    {"moves": 34, "drops": 17, "gripper": 8, "the": 7, "a": 6, "block": 5,
-     "table": 4.5, "cup": 4, "red": 3.5, "blue": 3, "arm": 2.7},
+    {
+        "moves": 34,
+        "drops": 17,
+        "gripper": 8,
+        "the": 7,
+        "a": 6,
+        "block": 5,
+        "table": 4.5,
+        "cup": 4,
+        "red": 3.5,
+        "blue": 3,
+        "arm": 2.7,
+    },
 )
 _P5_OTHERS = {  # reads "the", should say "red": correct
-    "blue": 15, "block": 8, "cup": 5, "arm": 3, "gripper": 2.2, "table": 1.8,
-    "a": 1.2, "the": 1, "drops": 0.9, "moves": 0.8, "lifts": 0.7,
+    "blue": 15,
+    "block": 8,
+    "cup": 5,
+    "arm": 3,
+    "gripper": 2.2,
+    "table": 1.8,
+    "a": 1.2,
+    "the": 1,
+    "drops": 0.9,
+    "moves": 0.8,
+    "lifts": 0.7,
 }
 _P6 = (  # reads "red", should say "block": correct and very sure
     {"block": 0.933},
-    {"cup": 2.5, "table": 1.1, "gripper": 0.8, "arm": 0.55, "the": 0.45, "red": 0.35,
-     "blue": 0.3, "a": 0.25, "lifts": 0.22, "moves": 0.2, "drops": 0.18},
+    {
+        "cup": 2.5,
+        "table": 1.1,
+        "gripper": 0.8,
+        "arm": 0.55,
+        "the": 0.45,
+        "red": 0.35,
+        "blue": 0.3,
+        "a": 0.25,
+        "lifts": 0.22,
+        "moves": 0.2,
+        "drops": 0.18,
+    },
 )
 
-# The greedy tree: first word chosen at position 4 -> (joint chance quoted, best second word).
+# The greedy tree: first word chosen at position 4 -> (joint chance quoted, best second
+# word).
 _TREE_TARGETS = {"lifts": (0.0647, "the"), "the": (0.1141, "red")}
 
 
-def _row_figures(position: int, p4: np.ndarray) -> Callable[[np.ndarray], list[_Figure]]:
-    """The figures quoted for one position (1, 2, 3, 5 or 6), as a function of that row."""
+def _row_figures(
+    position: int, p4: np.ndarray
+) -> Callable[[np.ndarray], list[Figure]]:
+    """The figures quoted for one position (1, 2, 3, 5 or 6), as a function of that
+    row."""
 
-    def figures(row: np.ndarray) -> list[_Figure]:
+    def figures(row: np.ndarray) -> list[Figure]:
         p = _softmax(row)
         best = VOCAB[int(np.argmax(p))]
         if position == 1:
-            quoted = [(p[_W["the"]], 0.101, 3), (p.max(), 0.189, 3),
-                      _yes(best == "a"), _yes(_top_p_count(p) == 9)]
+            quoted = [
+                (p[_W["the"]], 0.101, 3),
+                (p.max(), 0.189, 3),
+                yes(best == "a"),
+                yes(top_p_count(p) == 9),
+            ]
         elif position == 2:
-            quoted = [_yes(best == "arm")]
+            quoted = [yes(best == "arm")]
         elif position == 3:
-            quoted = [(p[_W["lifts"]], 0.053, 3), (-math.log(p[_W["lifts"]]), 2.94, 2),
-                      _yes(best == "moves")]
+            quoted = [
+                (p[_W["lifts"]], 0.053, 3),
+                (-math.log(p[_W["lifts"]]), 2.94, 2),
+                yes(best == "moves"),
+            ]
         elif position == 5:  # the tree's path "the" -> "red" runs through this very row
             joint = _softmax(p4)[_W["the"]] * p[_W["red"]]
-            quoted = [(joint, _TREE_TARGETS["the"][0], 4), _yes(best == "red")]
+            quoted = [(joint, _TREE_TARGETS["the"][0], 4), yes(best == "red")]
         else:
-            quoted = [(p[_W["block"]], 0.933, 3), (-math.log(p[_W["block"]]), 0.07, 2),
-                      _yes(_top_p_count(p) == 1)]
-        return [*quoted, _no_ties(row)]
+            quoted = [
+                (p[_W["block"]], 0.933, 3),
+                (-math.log(p[_W["block"]]), 0.07, 2),
+                yes(top_p_count(p) == 1),
+            ]
+        return [*quoted, no_ties(row)]
 
     return figures
 
@@ -279,40 +249,74 @@ def derive_logits() -> tuple[tuple[float, ...], ...]:
     """Rebuild LOGITS (already rounded to 0.01) from the quoted figures."""
     p4_units = _derive_p4()
     p4 = p4_units / _CENT
-    # Position 5's chance of "red" is fixed by the tree: 0.1141 / chance of "the" at position 4.
+    # Position 5's chance of "red" is fixed by the tree: 0.1141 / chance of "the" at
+    # position 4.
     p5 = ({"red": _TREE_TARGETS["the"][0] / _softmax(p4)[_W["the"]]}, _P5_OTHERS)
     rows: list[np.ndarray] = []
     for position, spec in ((1, _P1), (2, _P2), (3, _P3), (4, None), (5, p5), (6, _P6)):
         if spec is None:
             rows.append(p4_units)
             continue
-        start = _to_units(_row_from_chances(_chances(*spec)), _CENT)
-        rows.append(_polish(start, range(len(VOCAB)), _row_figures(position, p4), _CENT))
+        start = to_units(row_from_chances(quoted_chances(*spec)), _CENT)
+        rows.append(
+            polish(start, range(len(VOCAB)), _row_figures(position, p4), _CENT)
+        )
     table = np.array(rows) / _CENT
     # Whole-sentence figures: they are not searched for, only checked.
     chances = np.array([_softmax(r) for r in table])
     losses = -np.log(chances[np.arange(6), [_W[w] for w in TARGETS]])
     right = [VOCAB[int(i)] == t for i, t in zip(chances.argmax(1), TARGETS)]
-    if round(float(losses.mean()), 2) != 1.31 or right != [False, True, False, False, True, True]:
-        raise RuntimeError("the sentence-wide figures (mean loss 1.31, three right guesses) do not hold")
-    return tuple(_as_tuple(r, _CENT) for r in rows)
+    if round(float(losses.mean()), 2) != 1.31 or right != [
+        False,
+        True,
+        False,
+        False,
+        True,
+        True,
+    ]:
+        raise RuntimeError(
+            "the sentence-wide figures (mean loss 1.31, three right "
+            "guesses) do not hold"
+        )
+    return tuple(as_tuple(r, _CENT) for r in rows)
 
 
 # After "the arm lifts lifts" the model is lost: a flat spread, "the" only just ahead.
 _NEXT_AFTER_LIFTS = {
-    "a": 15, "block": 11, "red": 10, "cup": 9, "blue": 8, "gripper": 7,
-    "table": 6, "lifts": 5, "arm": 4, "moves": 3.5, "drops": 3.1,
+    "a": 15,
+    "block": 11,
+    "red": 10,
+    "cup": 9,
+    "blue": 8,
+    "gripper": 7,
+    "table": 6,
+    "lifts": 5,
+    "arm": 4,
+    "moves": 3.5,
+    "drops": 3.1,
 }
 # After "the arm lifts a": "red" is likely, but less so than after "the".
 _NEXT_AFTER_A = (
     {"red": 0.50},
-    {"blue": 25, "block": 8, "cup": 6, "arm": 3, "gripper": 2.4, "table": 1.8,
-     "the": 1.2, "a": 0.9, "lifts": 0.8, "moves": 0.7, "drops": 0.6},
+    {
+        "blue": 25,
+        "block": 8,
+        "cup": 6,
+        "arm": 3,
+        "gripper": 2.4,
+        "table": 1.8,
+        "the": 1.2,
+        "a": 0.9,
+        "lifts": 0.8,
+        "moves": 0.7,
+        "drops": 0.6,
+    },
 )
 
 
 def derive_next_logits() -> dict[str, tuple[float, ...]]:
-    """Rebuild NEXT_LOGITS (already rounded to 0.01) from the quoted tree figures and LOGITS.
+    """Rebuild NEXT_LOGITS (already rounded to 0.01) from the quoted tree figures and
+    LOGITS.
 
     After "the" the model has read exactly "<start> the arm lifts the", the same as at
     position 5, so that row is copied from LOGITS instead of being invented twice."""
@@ -320,76 +324,107 @@ def derive_next_logits() -> dict[str, tuple[float, ...]]:
     joint, second = _TREE_TARGETS["lifts"]
     q = joint / _softmax(p4)[_W["lifts"]]  # chance the best second word needs
 
-    def after_lifts(row: np.ndarray) -> list[_Figure]:
+    def after_lifts(row: np.ndarray) -> list[Figure]:
         p = _softmax(row)
-        return [(_softmax(p4)[_W["lifts"]] * p.max(), joint, 4),
-                _yes(VOCAB[int(np.argmax(p))] == second), _no_ties(row)]
+        return [
+            (_softmax(p4)[_W["lifts"]] * p.max(), joint, 4),
+            yes(VOCAB[int(np.argmax(p))] == second),
+            no_ties(row),
+        ]
 
-    start = _to_units(_row_from_chances(_chances({second: q}, _NEXT_AFTER_LIFTS)), _CENT)
-    lifts_row = _polish(start, range(len(VOCAB)), after_lifts, _CENT)
-    start = _to_units(_row_from_chances(_chances(*_NEXT_AFTER_A)), _CENT)
-    a_row = _polish(start, range(len(VOCAB)), lambda row: [_no_ties(row)], _CENT)
+    start = to_units(
+        row_from_chances(quoted_chances({second: q}, _NEXT_AFTER_LIFTS)), _CENT
+    )
+    lifts_row = polish(start, range(len(VOCAB)), after_lifts, _CENT)
+    start = to_units(row_from_chances(quoted_chances(*_NEXT_AFTER_A)), _CENT)
+    a_row = polish(start, range(len(VOCAB)), lambda row: [no_ties(row)], _CENT)
     return {
-        "lifts": _as_tuple(lifts_row, _CENT),
+        "lifts": as_tuple(lifts_row, _CENT),
         "the": LOGITS[4],
-        "a": _as_tuple(a_row, _CENT),
+        "a": as_tuple(a_row, _CENT),
     }
 
 
 # Attention scores. Row 3 is kept to 0.001, all other rows to 0.01.
-_ROW3_FREE_SCORE5 = -0.5  # the text leaves columns 5 and 6 of row 3 free apart from their total
-_ROW6_WEIGHTS = (0.094, 0.15, 0.11, 0.13, 0.104, 0.412)  # quoted: 0.094 first, 0.412 last
+# the text leaves columns 5 and 6 of row 3 free apart from their total
+_ROW3_FREE_SCORE5 = -0.5
+# quoted: 0.094 first, 0.412 last
+_ROW6_WEIGHTS = (0.094, 0.15, 0.11, 0.13, 0.104, 0.412)
 
 
-def _row3_figures(row: np.ndarray) -> list[_Figure]:
-    """Row 3's quoted attention weights under a proper mask, a zero 'mask', and no mask."""
+def _row3_figures(row: np.ndarray) -> list[Figure]:
+    """Row 3's quoted attention weights under a proper mask, a zero 'mask', and no
+    mask."""
     causal = _softmax(row[:3])
     zeroed = _softmax(np.concatenate([row[:3], np.zeros(3)]))
     unmasked = _softmax(row)
     return [
-        (causal[0], 0.398, 3), (causal[1], 0.253, 3), (causal[2], 0.349, 3),
-        (zeroed[3:].sum(), 0.452, 3), (unmasked[3], 0.197, 3), (unmasked[3:].sum(), 0.503, 3),
+        (causal[0], 0.398, 3),
+        (causal[1], 0.253, 3),
+        (causal[2], 0.349, 3),
+        (zeroed[3:].sum(), 0.452, 3),
+        (unmasked[3], 0.197, 3),
+        (unmasked[3:].sum(), 0.503, 3),
     ]
 
 
-def _row6_figures(row: np.ndarray) -> list[_Figure]:
+def _row6_figures(row: np.ndarray) -> list[Figure]:
     """Row 6's quoted weights: smallest on column 1, largest on column 6."""
     w = _softmax(row)
-    return [(w[0], 0.094, 3), (w[5], 0.412, 3),
-            _yes(bool(np.all(w[1:5] > w[0]) and np.all(w[1:5] < w[5])))]
+    return [
+        (w[0], 0.094, 3),
+        (w[5], 0.412, 3),
+        yes(bool(np.all(w[1:5] > w[0]) and np.all(w[1:5] < w[5]))),
+    ]
 
 
 def derive_scores() -> tuple[tuple[float, ...], ...]:
-    """Rebuild SCORES (already rounded: row 3 to 0.001, the rest to 0.01) from the quoted weights."""
+    """Rebuild SCORES (already rounded: row 3 to 0.001, the rest to 0.01) from the
+    quoted weights."""
     # Row 3 in closed form. Let E be the sum of exp(score) over columns 1..3.
-    # With the blocked columns set to 0 they weigh 3 / (E + 3) = 0.452, so E = 3 * 0.548 / 0.452.
+    # With the blocked columns set to 0 they weigh 3 / (E + 3) = 0.452, so E = 3 * 0.548
+    # / 0.452.
     e_visible = 3 * (1 - 0.452) / 0.452
     s = np.log(e_visible * np.array([0.398, 0.253, 0.349]))  # exp(s_j) = weight_j * E
-    # Unmasked, columns 4..6 take 0.503 of everything: their exp-sum F = E * 0.503 / 0.497.
+    # Unmasked, columns 4..6 take 0.503 of everything: their exp-sum F = E * 0.503 /
+    # 0.497.
     e_blocked = e_visible * 0.503 / 0.497
-    s4 = math.log(0.197 * (e_visible + e_blocked))  # column 4 alone takes 0.197 of everything
+    # column 4 alone takes 0.197 of everything
+    s4 = math.log(0.197 * (e_visible + e_blocked))
     s6 = math.log(e_blocked - math.exp(s4) - math.exp(_ROW3_FREE_SCORE5))
     row3 = np.array([*s, s4, _ROW3_FREE_SCORE5, s6])
-    row3_units = _polish(_to_units(row3, 1000), range(6), _row3_figures, 1000)
+    row3_units = polish(to_units(row3, 1000), range(6), _row3_figures, 1000)
     # Row 6 from its chosen weights (logs, centred on 0).
-    row6_units = _polish(_to_units(_row_from_chances(np.array(_ROW6_WEIGHTS)), 100),
-                         range(6), _row6_figures, 100)
+    row6_units = polish(
+        to_units(row_from_chances(np.array(_ROW6_WEIGHTS)), 100),
+        range(6),
+        _row6_figures,
+        100,
+    )
     # Rows 1, 2, 4, 5: filler from a fixed wave pattern (mixed signs, size at most 1.6),
     # so that no hidden random draws are involved.
     rows: list[tuple[float, ...]] = []
     for i in range(1, 7):
         if i == 3:
-            rows.append(_as_tuple(row3_units, 1000))
+            rows.append(as_tuple(row3_units, 1000))
         elif i == 6:
-            rows.append(_as_tuple(row6_units, 100))
+            rows.append(as_tuple(row6_units, 100))
         else:
-            filler = [1.6 * math.sin(2.4 * i + 1.3 * j + 0.5 * i * j) for j in range(1, 7)]
-            rows.append(_as_tuple(_to_units(np.array(filler), 100), 100))
+            filler = [
+                1.6 * math.sin(2.4 * i + 1.3 * j + 0.5 * i * j) for j in range(1, 7)
+            ]
+            rows.append(as_tuple(to_units(np.array(filler), 100), 100))
     return tuple(rows)
 
 
 if __name__ == "__main__":
     import pprint
 
-    pprint.pprint({"LOGITS": derive_logits(), "NEXT_LOGITS": derive_next_logits(), "SCORES": derive_scores()},
-                  width=120)
+    pprint.pprint(
+        {
+            "LOGITS": derive_logits(),
+            "NEXT_LOGITS": derive_next_logits(),
+            "SCORES": derive_scores(),
+        },
+        width=120,
+    )

@@ -1,9 +1,11 @@
-"""Running summaries: a state carried along the sequence, shrunk at each step and added to.
+"""Running summaries: a state carried along the sequence, shrunk at each step and added
+to.
 
 A running summary (the simplest state-space layer, or a recurrent network's memory)
 does h_t = a_t * h_{t-1} + x_t. Whatever entered at step s is still present at step t
 with weight a_{s+1} * ... * a_t. With a fixed rate a, that is a ** (t - s).
 """
+
 from __future__ import annotations
 
 import math
@@ -14,8 +16,17 @@ import numpy as np
 from .checks import checked_whole, checked_fraction
 
 __all__ = [
-    "surviving_weight", "run_summary", "token_weight", "parallel_scan", "selective_step",
-    "weight_matrix", "scan_pairs", "scan_rounds", "scan_combines", "rate_to_keep", "steps_until",
+    "surviving_weight",
+    "run_summary",
+    "token_weight",
+    "parallel_scan",
+    "selective_step",
+    "weight_matrix",
+    "scan_pairs",
+    "scan_rounds",
+    "scan_combines",
+    "rate_to_keep",
+    "steps_until",
 ]
 
 
@@ -32,7 +43,8 @@ def _check_rates(rates: np.ndarray) -> None:
 
 
 def run_summary(inputs: Sequence[float], rates: Sequence[float] | float) -> np.ndarray:
-    """The summary after each step, h_t = rate_t * h_(t-1) + input_t, starting from 0."""
+    """The summary after each step, h_t = rate_t * h_(t-1) + input_t, starting from
+    0."""
     x = np.asarray(inputs, dtype=float)
     a = np.broadcast_to(np.asarray(rates, dtype=float), x.shape)
     _check_rates(a)
@@ -44,8 +56,11 @@ def run_summary(inputs: Sequence[float], rates: Sequence[float] | float) -> np.n
     return h
 
 
-def token_weight(rates: Sequence[float] | float, delivered: int, steps: int) -> np.ndarray:
-    """Weight of the token delivered at step ``delivered`` at each of steps 0..steps-1 (0 before it).
+def token_weight(
+    rates: Sequence[float] | float, delivered: int, steps: int
+) -> np.ndarray:
+    """Weight of the token delivered at step ``delivered`` at each of steps 0..steps-1
+    (0 before it).
 
     ``rates`` is one rate for every step or a sequence of ``steps`` rates."""
     steps = checked_whole("steps", steps, minimum=1)
@@ -57,18 +72,25 @@ def token_weight(rates: Sequence[float] | float, delivered: int, steps: int) -> 
     return run_summary(impulse, rates)
 
 
-def parallel_scan(inputs: Sequence[float], rates: Sequence[float] | float) -> tuple[np.ndarray, int]:
-    """The same summaries as ``run_summary``, by a parallel scan: (summary after each step, rounds).
+def parallel_scan(
+    inputs: Sequence[float], rates: Sequence[float] | float
+) -> tuple[np.ndarray, int]:
+    """The same summaries as ``run_summary``, by a parallel scan: (summary after each
+    step, rounds).
 
-    Each step is the pair (rate, input); an earlier stretch (a1, b1) followed by a later one
-    (a2, b2) combines to (a1 * a2, a2 * b1 + b2). In round r every position combines with the
-    one 2**r places back, all at once, so n steps take ceil(log2 n) rounds instead of n."""
+    Each step is the pair (rate, input); an earlier stretch (a1, b1) followed by a later
+    one (a2, b2) combines to (a1 * a2, a2 * b1 + b2). In round r every position combines
+    with the one 2**r places back, all at once, so n steps take ceil(log2 n) rounds
+    instead of n."""
     b = np.asarray(inputs, dtype=float).copy()
     a = np.broadcast_to(np.asarray(rates, dtype=float), b.shape).copy()
     _check_rates(a)
     rounds, gap = 0, 1
     while gap < len(b):
-        a_back, b_back = a[:-gap].copy(), b[:-gap].copy()  # every position reads before any writes
+        a_back, b_back = (
+            a[:-gap].copy(),
+            b[:-gap].copy(),
+        )  # every position reads before any writes
         b[gap:] = a[gap:] * b_back + b[gap:]
         a[gap:] = a[gap:] * a_back
         rounds, gap = rounds + 1, gap * 2
@@ -76,17 +98,22 @@ def parallel_scan(inputs: Sequence[float], rates: Sequence[float] | float) -> tu
 
 
 def rate_to_keep(share: float, steps: int) -> float:
-    """Rate each step must keep so that ``share`` of a signal is left after ``steps`` steps."""
+    """Rate each step must keep so that ``share`` of a signal is left after ``steps``
+    steps."""
     share = checked_fraction("share", share)
     steps = checked_whole("steps", steps, minimum=1)
     return share ** (1 / steps)
 
 
 def steps_until(rate: float, share: float) -> int:
-    """Fewest steps, each keeping ``rate``, after which less than ``share`` of a signal is left."""
-    r, p = checked_fraction("rate", rate, high_closed=False), checked_fraction("share", share)
+    """Fewest steps, each keeping ``rate``, after which less than ``share`` of a signal
+    is left."""
+    r, p = (
+        checked_fraction("rate", rate, high_closed=False),
+        checked_fraction("share", share),
+    )
     steps = max(0, math.ceil(math.log(p) / math.log(r)))
-    while r**steps >= p:                      # round-off may leave the estimate one short ...
+    while r**steps >= p:  # round-off may leave the estimate one short ...
         steps += 1
     while steps > 0 and r ** (steps - 1) < p:  # ... or one over
         steps -= 1
@@ -94,10 +121,10 @@ def steps_until(rate: float, share: float) -> int:
 
 
 def selective_step(step: float) -> tuple[float, float]:
-    """(rate kept, share written) for a content-chosen step size ``step`` >= 0, as a selective
-    state-space layer discretises it (decay exp(-step), write 1 - exp(-step)): a large step
-    forgets the summary and writes the token in full, a small one keeps the summary and
-    ignores the token."""
+    """(rate kept, share written) for a content-chosen step size ``step`` >= 0, as a
+    selective state-space layer discretises it (decay exp(-step), write 1 - exp(-step)):
+    a large step forgets the summary and writes the token in full, a small one keeps the
+    summary and ignores the token."""
     try:
         s = float(step)
     except (TypeError, ValueError):
@@ -108,9 +135,12 @@ def selective_step(step: float) -> tuple[float, float]:
     return kept, 1.0 - kept
 
 
-def weight_matrix(rates: Sequence[float], writes: Sequence[float] | float = 1.0) -> np.ndarray:
+def weight_matrix(
+    rates: Sequence[float], writes: Sequence[float] | float = 1.0
+) -> np.ndarray:
     """Weight of token s (column) in the summary after step t (row): writes[s] times
-    rates[s+1] * ... * rates[t] for s <= t, and 0 for s > t. Rates may be 0 (forget all)."""
+    rates[s+1] * ... * rates[t] for s <= t, and 0 for s > t. Rates may be 0 (forget
+    all)."""
     a = np.asarray(rates, dtype=float)
     if a.ndim != 1 or a.size == 0:
         raise ValueError(f"rates must be a non-empty sequence, got {rates!r}")
@@ -122,15 +152,18 @@ def weight_matrix(rates: Sequence[float], writes: Sequence[float] | float = 1.0)
     n = a.size
     out = np.zeros((n, n))
     out[0, 0] = b[0]
-    for t in range(1, n):   # row t: row t-1 kept at rate a_t, and the new token written at b_t
+    for t in range(
+        1, n
+    ):  # row t: row t-1 kept at rate a_t, and the new token written at b_t
         out[t, :t] = out[t - 1, :t] * a[t]
         out[t, t] = b[t]
     return out
 
 
 def scan_pairs(n: int) -> list[list[tuple[int, int]]]:
-    """For each round of the parallel scan of ``n`` steps, the (earlier, later) positions that
-    combine: in round r every position i >= 2**r takes in position i - 2**r."""
+    """For each round of the parallel scan of ``n`` steps, the (earlier, later)
+    positions that combine: in round r every position i >= 2**r takes in position i -
+    2**r."""
     n = checked_whole("n", n, minimum=1)
     rounds, gap = [], 1
     while gap < n:
@@ -140,13 +173,14 @@ def scan_pairs(n: int) -> list[list[tuple[int, int]]]:
 
 
 def scan_rounds(n: int) -> int:
-    """Rounds the parallel scan needs for ``n`` steps: ceil(log2 n), 0 for a single step."""
+    """Rounds the parallel scan needs for ``n`` steps: ceil(log2 n), 0 for a single
+    step."""
     n = checked_whole("n", n, minimum=1)
     return (n - 1).bit_length()
 
 
 def scan_combines(n: int) -> int:
-    """Combining operations the parallel scan does over all its rounds for ``n`` steps (the walk
-    does n - 1)."""
+    """Combining operations the parallel scan does over all its rounds for ``n`` steps
+    (the walk does n - 1)."""
     n = checked_whole("n", n, minimum=1)
     return sum(n - 2**r for r in range(scan_rounds(n)))

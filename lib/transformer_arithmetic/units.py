@@ -1,4 +1,6 @@
-"""Units: binary sizes of memory (KiB, MiB, GiB) and the rates of a chip, as written in the book."""
+"""Units: binary sizes of memory (KiB, MiB, GiB) and the rates of a chip, as written in
+the book."""
+
 from __future__ import annotations
 
 __all__ = ["KIB", "MIB", "GIB", "size_unit", "size_text", "rates_text"]
@@ -10,8 +12,8 @@ GIB = 1024**3
 
 def size_unit(nbytes: float) -> tuple[str, int]:
     """The binary unit ``size_text`` writes ``nbytes`` in, and its size in bytes:
-    ('MiB', 1048576) for 768 MiB. An axis that shows several sizes takes its one unit from
-    the largest of them."""
+    ('MiB', 1048576) for 768 MiB. An axis that shows several sizes takes its one unit
+    from the largest of them."""
     if nbytes < 0:
         raise ValueError(f"nbytes must not be negative, got {nbytes!r}")
     for unit, scale in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
@@ -22,10 +24,14 @@ def size_unit(nbytes: float) -> tuple[str, int]:
 
 def size_text(nbytes: float, spec: str = ",.4g", byte_unit: str = "bytes") -> str:
     """A byte count in the largest binary unit that keeps it at 1 or more: '48 MiB',
-    '1.5 KiB', '12 GiB'. ``spec`` formats the number (the calculator's tables use ',.2f');
-    counts under 1 KiB use ``byte_unit``."""
+    '1.5 KiB', '12 GiB'. ``spec`` formats the number (the calculator's tables use
+    ',.2f'); counts under 1 KiB use ``byte_unit``."""
     unit, scale = size_unit(nbytes)
-    return f"{nbytes / scale:{spec}} {unit}" if scale > 1 else f"{nbytes:{spec}} {byte_unit}"
+    return (
+        f"{nbytes / scale:{spec}} {unit}"
+        if scale > 1
+        else f"{nbytes:{spec}} {byte_unit}"
+    )
 
 
 def rates_text(flops_per_s: float, bytes_per_s: float) -> str:

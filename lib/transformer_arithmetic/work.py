@@ -4,6 +4,7 @@ A multiply-add with a weight costs two operations, so pushing one token through 
 matrix of P numbers costs 2P. Attention's pair work costs 4 operations per pair per
 channel: two for the query-key score and two for adding that key's value into the mix.
 """
+
 from __future__ import annotations
 
 from .checks import checked_whole
@@ -12,52 +13,67 @@ from .memory import attention_params, ffn_params, parameter_count
 from .shapes import ModelShape
 
 __all__ = [
-    "layer_weight_flops", "layer_pair_flops", "pair_share", "pairs_pass_weights_at",
-    "decode_flops", "decode_pair_flops", "prefill_flops", "summary_flops_per_token",
-    "head_flops", "generation_flops",
+    "layer_weight_flops",
+    "layer_pair_flops",
+    "pair_share",
+    "pairs_pass_weights_at",
+    "decode_flops",
+    "decode_pair_flops",
+    "prefill_flops",
+    "summary_flops_per_token",
+    "head_flops",
+    "generation_flops",
 ]
 
 
 def layer_weight_flops(m: ModelShape, tokens: int) -> int:
-    """Operations one layer spends multiplying ``tokens`` positions by its weight matrices."""
+    """Operations one layer spends multiplying ``tokens`` positions by its weight
+    matrices."""
     tokens = checked_whole("tokens", tokens)
     return 2 * tokens * (attention_params(m) + ffn_params(m))
 
 
 def layer_pair_flops(m: ModelShape, tokens: int) -> int:
-    """Operations one layer spends on the allowed (causal) pairs of a ``tokens``-long sequence."""
+    """Operations one layer spends on the allowed (causal) pairs of a ``tokens``-long
+    sequence."""
     return 4 * m.heads * m.head_dim * causal_pairs(tokens)
 
 
 def pair_share(m: ModelShape, tokens: int) -> float:
-    """Fraction of one layer's operations spent on pairs of positions, between 0 and 1."""
+    """Fraction of one layer's operations spent on pairs of positions, between 0 and
+    1."""
     pairs = layer_pair_flops(m, tokens)
     total = pairs + layer_weight_flops(m, tokens)
     return pairs / total if total else 0.0
 
 
 def pairs_pass_weights_at(m: ModelShape) -> int:
-    """Shortest sequence, in tokens, at which one layer's pair work exceeds its weight work."""
+    """Shortest sequence, in tokens, at which one layer's pair work exceeds its weight
+    work."""
     # pair > weight  <=>  4*H*d * T(T+1)/2 > 2*T*W  <=>  T + 1 > W / (H*d)
     per_channel = attention_params(m) + ffn_params(m)
     channels = m.heads * m.head_dim
-    return per_channel // channels  # the smallest T with (T + 1) * channels > per_channel
+    return (
+        per_channel // channels
+    )  # the smallest T with (T + 1) * channels > per_channel
 
 
 def decode_pair_flops(m: ModelShape, context: int) -> int:
-    """Operations all layers spend on pairs when one new token reads ``context`` earlier ones."""
+    """Operations all layers spend on pairs when one new token reads ``context`` earlier
+    ones."""
     context = checked_whole("context", context)
     return 4 * m.layers * m.heads * m.head_dim * context
 
 
 def decode_flops(m: ModelShape, context: int) -> int:
-    """Operations to write one token after ``context`` tokens: every weight once, plus the pairs."""
+    """Operations to write one token after ``context`` tokens: every weight once, plus
+    the pairs."""
     return 2 * parameter_count(m) + decode_pair_flops(m, context)
 
 
 def prefill_flops(m: ModelShape, tokens: int) -> int:
-    """Operations to read a prompt of ``tokens`` in one pass: every weight for every token,
-    plus every allowed pair in every layer."""
+    """Operations to read a prompt of ``tokens`` in one pass: every weight for every
+    token, plus every allowed pair in every layer."""
     tokens = checked_whole("tokens", tokens)
     return 2 * parameter_count(m) * tokens + m.layers * layer_pair_flops(m, tokens)
 
@@ -70,24 +86,31 @@ def summary_flops_per_token(m: ModelShape, state_size: int = 16) -> int:
 
 
 def head_flops(m: ModelShape, positions: int) -> int:
-    """Operations of the output layer (a vocabulary-by-width matrix) for ``positions`` positions."""
+    """Operations of the output layer (a vocabulary-by-width matrix) for ``positions``
+    positions."""
     positions = checked_whole("positions", positions)
     return 2 * positions * m.vocab * m.width
 
 
 def generation_flops(m: ModelShape, new_tokens: int, cache: bool = True) -> int:
-    """Operations to write ``new_tokens`` one at a time from an empty row, with or without a
-    key-value cache (the normalisations are left out).
+    """Operations to write ``new_tokens`` one at a time from an empty row, with or
+    without a key-value cache (the normalisations are left out).
 
     Step k has k positions in the row. With a cache it pushes one position through the
-    layers and the output layer and reads the k keys and values it attends to; without one
-    it pushes all k positions through the layers and redoes every causal pair among them,
-    though only the last position needs the output layer."""
+    layers and the output layer and reads the k keys and values it attends to; without
+    one it pushes all k positions through the layers and redoes every causal pair among
+    them, though only the last position needs the output layer."""
     n = checked_whole("new_tokens", new_tokens)
-    positions = n if cache else n * (n + 1) // 2          # sum of positions pushed over the n steps
+    positions = (
+        n if cache else n * (n + 1) // 2
+    )  # sum of positions pushed over the n steps
     layers = m.layers * layer_weight_flops(m, positions)
     if cache:
-        pairs = 4 * m.layers * m.heads * m.head_dim * (n * (n + 1) // 2)       # step k reads k positions
+        pairs = (
+            4 * m.layers * m.heads * m.head_dim * (n * (n + 1) // 2)
+        )  # step k reads k positions
     else:
-        pairs = 4 * m.layers * m.heads * m.head_dim * (n * (n + 1) * (n + 2) // 6)  # step k redoes k(k+1)/2
+        pairs = (
+            4 * m.layers * m.heads * m.head_dim * (n * (n + 1) * (n + 2) // 6)
+        )  # step k redoes k(k+1)/2
     return layers + head_flops(m, n) + pairs

@@ -1,7 +1,8 @@
 """transformer_calculator: the book's arithmetic carried to published models.
 
-It reads a Hugging Face style ``config.json`` (sizes only: no weights, no network) the way
-``transformers`` builds that family, and counts what the model holds and costs on a chip.
+It reads a Hugging Face style ``config.json`` (sizes only: no weights, no network) the
+way ``transformers`` builds that family, and counts what the model holds and costs on a
+chip.
 
 - ``mixers``, ``feedforward``  the kinds of layer parts, each meeting one contract
 - ``layout``       a published decoder's exact parts, layer by layer, and their sums
@@ -17,9 +18,17 @@ It builds on the book's own formulas (``transformer_arithmetic``: the roofline, 
 counts, units) and never hands them a layout: a plain decoder's layout agrees with those
 formulas quantity by quantity (``tests/test_calculator_agrees.py``).
 """
+
 from .config import example_config_path, example_configs, model_from_config, read_config
 from .model import Model
 from .report import format_report, report
 
-__all__ = ["Model", "read_config", "model_from_config", "example_configs",
-           "example_config_path", "report", "format_report"]
+__all__ = [
+    "Model",
+    "read_config",
+    "model_from_config",
+    "example_configs",
+    "example_config_path",
+    "report",
+    "format_report",
+]

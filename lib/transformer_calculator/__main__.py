@@ -1,4 +1,5 @@
 """``python -m transformer_calculator``: the calculator's command line (``cli.py``)."""
+
 import sys
 
 from .cli import main

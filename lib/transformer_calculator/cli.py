@@ -1,10 +1,11 @@
-"""Command line: ``python -m transformer_calculator report CONFIG.json [--accelerator ...]
-[--json]``.
+"""Command line: ``python -m transformer_calculator report CONFIG.json [--accelerator
+...] [--json]``.
 
 A thin layer over ``config.read_config`` and ``report.report``: it reads the sizes
 from a Hugging Face style config.json (never weights, never the internet) and prints
 the book's arithmetic for that model on an accelerator.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,7 +23,9 @@ class _UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line instead of argparse's usage block and exit
+    def error(
+        self, message: str
+    ):  # one line instead of argparse's usage block and exit
         raise _UsageError(message)
 
 
@@ -36,20 +39,39 @@ def _accelerator(text: str):
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="python -m transformer_calculator",
-        description="The arithmetic of transformers for your own model: parameters, memory, time.")
+        description="The arithmetic of transformers for your own model: parameters, "
+        "memory, time.",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     rep = commands.add_parser(
-        "report", help="print the arithmetic for one config.json",
-        description="Read a Hugging Face style config.json (sizes only) and print parameters, "
-                    "memory, cache, what fits, time per token, prefill and throughput.")
-    rep.add_argument("config", help="path to a config.json (or its folder), or the name of a shipped "
-                                    "example (see the 'configs' command)")
-    rep.add_argument("--accelerator", default="example", type=_accelerator,
-                     metavar="example|FLOPS,BYTES_PER_S,MEMORY_GIB",
-                     help="'example' (the book's example accelerator, the default) or three numbers: "
-                          "operations a second, bytes read a second, memory in GiB, e.g. 100e12,1e12,24")
-    rep.add_argument("--json", action="store_true", help="print the numbers as JSON instead of a table")
-    commands.add_parser("configs", help="list the example configs shipped with the library")
+        "report",
+        help="print the arithmetic for one config.json",
+        description="Read a Hugging Face style config.json (sizes only) and print "
+        "parameters, "
+        "memory, cache, what fits, time per token, prefill and throughput.",
+    )
+    rep.add_argument(
+        "config",
+        help="path to a config.json (or its folder), or the name of a shipped "
+        "example (see the 'configs' command)",
+    )
+    rep.add_argument(
+        "--accelerator",
+        default="example",
+        type=_accelerator,
+        metavar="example|FLOPS,BYTES_PER_S,MEMORY_GIB",
+        help="'example' (the book's example accelerator, the default) or three "
+        "numbers: "
+        "operations a second, bytes read a second, memory in GiB, e.g. 100e12,1e12,24",
+    )
+    rep.add_argument(
+        "--json",
+        action="store_true",
+        help="print the numbers as JSON instead of a table",
+    )
+    commands.add_parser(
+        "configs", help="list the example configs shipped with the library"
+    )
     return parser
 
 
@@ -66,12 +88,17 @@ def _report(args: argparse.Namespace) -> str:
             raise ValueError(f"no file {args.config!r}, and {err}") from None
     model, notes = read_config(path)
     result = report(model, args.accelerator, notes=notes)
-    return json.dumps(result, indent=2, allow_nan=False) if args.json else format_report(result)
+    return (
+        json.dumps(result, indent=2, allow_nan=False)
+        if args.json
+        else format_report(result)
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line with ``argv``; return the exit code (0 done, 1 a config that cannot
-    be read or is refused, 2 a bad argument). Every error is one line on standard error."""
+    """Run the command line with ``argv``; return the exit code (0 done, 1 a config that
+    cannot be read or is refused, 2 a bad argument). Every error is one line on standard
+    error."""
     try:
         args = _parser().parse_args(argv)
     except _UsageError as err:

@@ -1,4 +1,5 @@
-"""Reading a Hugging Face style ``config.json`` into a ``Model``, guessing nothing silently.
+"""Reading a Hugging Face style ``config.json`` into a ``Model``, guessing nothing
+silently.
 
 Only the sizes are read: no weights, nothing from the internet. The file's
 ``model_type`` names its family, and ``families/`` reads the family the way the
@@ -13,9 +14,11 @@ Refused, with one line naming the field:
 
 - a missing size, or a field with a value of the wrong kind or size;
 - a field that changes a count in some family but is not read by this one (a window, an
-  expert count, a key-value head count, a bias, ...), since the count could not follow it;
-- ``quantization_config`` (the weights are stored in another format than ``torch_dtype``),
-  ``per_layer_config`` (layers that differ field by field) and encoder-decoder models;
+  expert count, a key-value head count, a bias, ...), since the count could not follow
+  it;
+- ``quantization_config`` (the weights are stored in another format than
+  ``torch_dtype``), ``per_layer_config`` (layers that differ field by field) and
+  encoder-decoder models;
 - for a ``model_type`` the calculator does not know: anything beyond the plain Llama
   layout (two norms a layer, no biases, no position table, one dense feed-forward part)
   and a short list of fields that change no count. Such a file must say
@@ -23,22 +26,25 @@ Refused, with one line naming the field:
   ``"gated_ffn": true|false`` or else from the activation's name; ``rms_norm_eps`` means
   RMSNorm and ``layer_norm_eps`` LayerNorm.
 
-``torch_dtype`` (or ``dtype``) must be float32 (4 bytes a number), float16 or bfloat16 (2);
-without it the model counts as float32, which is what ``transformers`` builds then (noted).
+``torch_dtype`` (or ``dtype``) must be float32 (4 bytes a number), float16 or bfloat16
+(2); without it the model counts as float32, which is what ``transformers`` builds then
+(noted).
 """
+
 from __future__ import annotations
 
 import dataclasses
 import json
 from pathlib import Path
 
-from .families import GENERIC, GPT2_NAMES, STRUCTURE_FIELDS, Family, Reader, family_for, short
-from .families.rules import width_field
+from .families import GENERIC, GPT2_NAMES, Family, Reader, family_for, short
+from .families.rules_layers import width_field
 from .layout import Layout
 from .model import Model
+from .refusals import refuse_global, refuse_unread
 
-__all__ = ["DTYPE_BYTES", "HARMLESS_FIELDS", "model_from_config", "read_config",
-           "example_configs", "example_config_path"]
+__all__ = ["DTYPE_BYTES", "model_from_config", "read_config", "example_configs",
+           "example_config_path"]
 
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 """Bytes a number takes for each ``torch_dtype`` the reader accepts."""
@@ -47,65 +53,73 @@ MAX_FILE_BYTES = 10 * 2**20
 """Largest config file read (published ones are a few kilobytes)."""
 
 _GATED_ACTIVATIONS = {"swiglu", "geglu", "reglu", "silu", "swish"}
-_PLAIN_ACTIVATIONS = {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "relu", "quick_gelu"}
-
-HARMLESS_FIELDS = frozenset({
-    "architectures", "model_type", "transformers_version", "torch_dtype", "dtype", "_name_or_path",
-    "name_or_path", "auto_map", "bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id",
-    "unk_token_id", "decoder_start_token_id", "initializer_range", "use_cache", "rope_theta", "rope_scaling",
-    "rope_parameters", "rope_interleave", "partial_rotary_factor", "max_position_embeddings",
-    "original_max_position_embeddings", "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon",
-    "norm_epsilon", "hidden_act", "hidden_activation", "activation_function", "attention_dropout",
-    "hidden_dropout", "dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop", "classifier_dropout",
-    "embedding_dropout", "residual_dropout", "pretraining_tp", "output_attentions", "output_hidden_states",
-    "return_dict", "id2label", "label2id", "num_labels", "problem_type", "task_specific_params",
-    "tokenizer_class", "torchscript", "chunk_size_feed_forward", "is_decoder", "logits_scaling",
-    "embedding_multiplier", "residual_multiplier", "attention_multiplier", "logit_scale",
-    "final_logit_softcapping", "attn_logit_softcapping", "query_pre_attn_scalar", "cache_implementation",
-    "use_bfloat16", "clip_qkv", "max_length", "tie_encoder_decoder", "is_encoder_decoder",
-    "add_cross_attention", "quantization_config", "per_layer_config",
-})
-"""Fields that change no count, accepted in a file whose ``model_type`` is not a known family
-(the last few are checked separately and refused when they describe something else)."""
-
-_OTHER_NAMES = {"n_layer": "num_hidden_layers", "n_head": "num_attention_heads", "n_embd": "hidden_size",
-                "n_embed": "hidden_size", "n_inner": "intermediate_size", "num_kv_heads": "num_key_value_heads",
-                "n_positions": "max_position_embeddings"}
-
+_PLAIN_ACTIVATIONS = {
+    "gelu",
+    "gelu_new",
+    "gelu_fast",
+    "gelu_pytorch_tanh",
+    "relu",
+    "quick_gelu",
+}
 
 def _bytes_per_number(cfg: dict, notes: list[str]) -> int:
     keys = [k for k in ("torch_dtype", "dtype") if cfg.get(k) is not None]
     if not keys:
-        notes.append("torch_dtype not given: using float32, 4 bytes a number (what transformers builds when "
-                     'the file does not say; add e.g. "torch_dtype": "bfloat16" for 2)')
+        notes.append(
+            "torch_dtype not given: using float32, 4 bytes a number (what "
+            "transformers builds when "
+            'the file does not say; add e.g. "torch_dtype": "bfloat16" for 2)'
+        )
         return 4
     for k in keys:
         if not isinstance(cfg[k], str):
-            raise ValueError(f"config field {k} must be a string such as \"bfloat16\", got {short(cfg[k])}")
+            raise ValueError(
+                f"config field {k} must be a string such as \"bfloat16\", "
+                f"got {short(cfg[k])}"
+            )
     values = {cfg[k].removeprefix("torch.") for k in keys}
     if len(values) > 1:
-        raise ValueError(f"config fields torch_dtype and dtype disagree: {sorted(values)}")
+        raise ValueError(
+            f"config fields torch_dtype and dtype disagree: {sorted(values)}"
+        )
     value = values.pop()
     if value not in DTYPE_BYTES:
-        raise ValueError(f"config field torch_dtype={short(value)} is not one of {sorted(DTYPE_BYTES)}")
+        raise ValueError(
+            f"config field torch_dtype={short(value)} is not one of "
+            f"{sorted(DTYPE_BYTES)}"
+        )
     return DTYPE_BYTES[value]
 
 
 def _generic(cfg: dict, model_type: str | None, notes: list[str]) -> Family:
-    """The plain Llama layout for an unknown ``model_type``, with the gate and the norm read from the file."""
+    """The plain Llama layout for an unknown ``model_type``, with the gate and the norm
+    read from the file."""
     names = {key: tuple(dict.fromkeys(GPT2_NAMES[key][::-1])) for key in GPT2_NAMES}
     explicit = cfg.get("gated_ffn")
     if explicit is not None:
         if not isinstance(explicit, bool):
-            raise ValueError(f"config field gated_ffn must be true or false, got {short(explicit)}")
+            raise ValueError(
+                f"config field gated_ffn must be true or false, got {short(explicit)}"
+            )
         gated = explicit
-        notes.append(f"feed-forward: {'gated' if gated else 'plain'}, as gated_ffn says")
+        notes.append(
+            f"feed-forward: {'gated' if gated else 'plain'}, as gated_ffn says"
+        )
     else:
-        act_key = next((k for k in ("hidden_act", "hidden_activation", "activation_function")
-                        if cfg.get(k) is not None), None)
+        act_key = next(
+            (
+                k
+                for k in ("hidden_act", "hidden_activation", "activation_function")
+                if cfg.get(k) is not None
+            ),
+            None,
+        )
         if act_key is None:
-            raise ValueError(f"config field hidden_act is missing and model_type {model_type!r} is not a known "
-                             'family: add "gated_ffn": true or false')
+            raise ValueError(
+                "config field hidden_act is missing and model_type "
+                f"{model_type!r} is not a known "
+                'family: add "gated_ffn": true or false'
+            )
         act = cfg[act_key]
         name = act.lower() if isinstance(act, str) else None
         if name in _GATED_ACTIVATIONS:
@@ -113,119 +127,137 @@ def _generic(cfg: dict, model_type: str | None, notes: list[str]) -> Family:
         elif name in _PLAIN_ACTIVATIONS:
             gated = False
         else:
-            raise ValueError(f"config field {act_key}={short(act)} does not say whether the feed-forward part is "
-                             'gated: add "gated_ffn": true or false')
-        notes.append(f"feed-forward: {'gated (three matrices)' if gated else 'plain (two matrices)'}, judged "
-                     f"from {act_key}={act!r} for an unknown model_type; set \"gated_ffn\" to override")
+            raise ValueError(
+                f"config field {act_key}={short(act)} does not say "
+                "whether the feed-forward part is "
+                'gated: add "gated_ffn": true or false'
+            )
+        notes.append(
+            "feed-forward: "
+            f"{'gated (three matrices)' if gated else 'plain (two matrices)'}, judged "
+            f"from {act_key}={act!r} for an unknown model_type; set "
+            "\"gated_ffn\" to override"
+        )
     rms = cfg.get("rms_norm_eps") is not None
-    layer = cfg.get("layer_norm_eps") is not None or cfg.get("layer_norm_epsilon") is not None
+    layer = (
+        cfg.get("layer_norm_eps") is not None
+        or cfg.get("layer_norm_epsilon") is not None
+    )
     if rms and layer:
-        raise ValueError("config fields rms_norm_eps and layer_norm_eps are both set: "
-                         "the normalisation must be one or the other")
+        raise ValueError(
+            "config fields rms_norm_eps and layer_norm_eps are both set: "
+            "the normalisation must be one or the other"
+        )
     if not (rms or layer):
-        raise ValueError("config field rms_norm_eps (RMSNorm) or layer_norm_eps (LayerNorm) is missing")
+        raise ValueError(
+            "config field rms_norm_eps (RMSNorm) or layer_norm_eps "
+            "(LayerNorm) is missing"
+        )
     return dataclasses.replace(
-        GENERIC, names=names, gated=gated, norm="layer" if layer else "rms", tied=None,
-        ffn_width=width_field("intermediate_size", "n_inner"))
-
-
-def _neutral(value: object) -> bool:
-    return value is None or value is False or value == [] or value == ""
-
-
-def _refuse_unread(cfg: dict, r: Reader, family: Family, used: dict[str, int], known: bool) -> None:
-    """Stop at a field that could change a count but was not read for this family."""
-    for key in sorted(cfg):
-        if key in r.read:
-            continue
-        value = cfg[key]
-        if key == "gated_ffn" and known and value is not None and value != used[key]:
-            raise ValueError(f"config field gated_ffn={short(value)} contradicts the {family.title} layout")
-        if _neutral(value) or used.get(key) == value:
-            continue
-        if not known:
-            if key in HARMLESS_FIELDS:
-                continue
-            raise ValueError(f"config field {key}={short(value)} is not understood for model_type "
-                             f"{cfg.get('model_type')!r}, which is not a family this calculator knows, and "
-                             "it could change the count")
-        if key in STRUCTURE_FIELDS:
-            hint = f" (they read {_OTHER_NAMES[key]})" if key in _OTHER_NAMES else ""
-            raise ValueError(f"config field {key}={short(value)} is not read by {family.title} models in "
-                             f"transformers{hint}, so the count cannot follow it")
-
-
-def _refuse_global(cfg: dict) -> None:
-    for key, why in (("quantization_config", "the weights are stored in another format than torch_dtype, "
-                      "and this calculator counts bytes at torch_dtype only (remove the field to count the "
-                      "model unquantised)"),
-                     ("per_layer_config", "layers that differ field by field are not covered")):
-        if not _neutral(cfg.get(key)):
-            raise ValueError(f"config field {key} is set: {why}")
-    if cfg.get("is_encoder_decoder") not in (None, False) or cfg.get("add_cross_attention") not in (None, False):
-        raise ValueError("config field is_encoder_decoder (or add_cross_attention) is set: this calculator "
-                         "covers decoder-only models")
+        GENERIC,
+        names=names,
+        gated=gated,
+        norm="layer" if layer else "rms",
+        tied=None,
+        ffn_width=width_field("intermediate_size", "n_inner"),
+    )
 
 
 def _layout_notes(layout: Layout, bpn: int, cfg: dict) -> list[str]:
-    """Notes on what transformers keeps beyond the architecture, and on float32 parts."""
+    """Notes on what transformers keeps beyond the architecture, and on float32
+    parts."""
     notes = []
     stored = layout.stored_cache_bytes(bpn, 1) - layout.state_bytes(bpn)
     if stored != layout.cache_bytes_per_token(bpn):
-        notes.append(f"transformers' own cache holds {stored:,} bytes a token (keys and values copied out to "
-                     f"every query head); the architecture needs {layout.cache_bytes_per_token(bpn):,}, "
-                     "which is the figure used here")
+        notes.append(
+            f"transformers' own cache holds {stored:,} bytes a token (keys "
+            "and values copied out to "
+            "every query head); the architecture needs "
+            f"{layout.cache_bytes_per_token(bpn):,}, "
+            "which is the figure used here"
+        )
     if layout.float32_parameters:
-        notes.append(f"the routers ({layout.float32_parameters:,} numbers) are held in float32, as transformers "
-                     "builds them")
+        notes.append(
+            f"the routers ({layout.float32_parameters:,} numbers) are held in "
+            "float32, as transformers "
+            "builds them"
+        )
     mtp = cfg.get("num_nextn_predict_layers")
     if isinstance(mtp, int) and not isinstance(mtp, bool) and mtp > 0:
-        notes.append(f"num_nextn_predict_layers={mtp}: the published weights also hold {mtp} "
-                     "multi-token-prediction layer(s), which transformers does not build and this count leaves out")
+        notes.append(
+            f"num_nextn_predict_layers={mtp}: the published weights also hold "
+            f"{mtp} "
+            "multi-token-prediction layer(s), which transformers does not "
+            "build and this count leaves out"
+        )
     return notes
 
 
 def model_from_config(cfg: dict, name: str = "model") -> tuple[Model, list[str]]:
-    """The ``Model`` (its exact layout and number format) a config dictionary describes, and
-    the notes saying which family it was read as and every default and rule used."""
+    """The ``Model`` (its exact layout and number format) a config dictionary describes,
+    and the notes saying which family it was read as and every default and rule used."""
     if not isinstance(cfg, dict):
         raise ValueError(f"a config must be a JSON object, got {type(cfg).__name__}")
     model_type = cfg.get("model_type")
     if model_type is not None and not isinstance(model_type, str):
-        raise ValueError(f"config field model_type must be a string, got {short(model_type)}")
-    _refuse_global(cfg)
+        raise ValueError(
+            f"config field model_type must be a string, got {short(model_type)}"
+        )
+    refuse_global(cfg)
     family = family_for(model_type)
     known = family is not GENERIC
     notes: list[str] = []
     if not known:
         family = _generic(cfg, model_type, notes)
-        notes.insert(0, f"model_type {model_type!r} is not a family this calculator knows: {family.summary}")
+        notes.insert(
+            0,
+            f"model_type {model_type!r} is not a family this calculator "
+            f"knows: {family.summary}",
+        )
     else:
-        notes.append(f"read as {family.title} ({model_type}), as transformers builds it: {family.summary}")
+        notes.append(
+            f"read as {family.title} ({model_type}), as transformers builds "
+            f"it: {family.summary}"
+        )
     r = Reader(cfg, family.title)
     layout = family.build(r)
     bpn = _bytes_per_number(cfg, notes)
     model = Model(layout=layout, bytes_per_number=bpn, name=name)
     s = model.summary()
-    used = {"num_key_value_heads": s["kv_heads"], "num_kv_heads": s["kv_heads"],
-            "head_dim": s["head_dim"], "num_attention_heads": s["heads"], "n_head": s["heads"],
-            "intermediate_size": s["ffn_width"], "n_inner": s["ffn_width"],
-            "ffn_dim": s["ffn_width"], "ffn_hidden_size": s["ffn_width"],
-            "gated_ffn": s["gated_ffn"], "hidden_size": s["width"], "n_embd": s["width"],
-            "n_embed": s["width"], "num_hidden_layers": s["layers"], "n_layer": s["layers"]}
-    _refuse_unread(cfg, r, family, used, known)
+    used = {
+        "num_key_value_heads": s["kv_heads"],
+        "num_kv_heads": s["kv_heads"],
+        "head_dim": s["head_dim"],
+        "num_attention_heads": s["heads"],
+        "n_head": s["heads"],
+        "intermediate_size": s["ffn_width"],
+        "n_inner": s["ffn_width"],
+        "ffn_dim": s["ffn_width"],
+        "ffn_hidden_size": s["ffn_width"],
+        "gated_ffn": s["gated_ffn"],
+        "hidden_size": s["width"],
+        "n_embd": s["width"],
+        "n_embed": s["width"],
+        "num_hidden_layers": s["layers"],
+        "n_layer": s["layers"],
+    }
+    refuse_unread(cfg, r, family, used, known)
     return model, notes + r.notes + _layout_notes(layout, bpn, cfg)
 
 
 def read_config(path: str | Path) -> tuple[Model, list[str]]:
-    """The model a ``config.json`` file describes (named after the file), and its notes."""
+    """The model a ``config.json`` file describes (named after the file), and its
+    notes."""
     path = Path(path)
     if path.is_dir():
         path = path / "config.json"
     with path.open("rb") as f:
         data = f.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
-        raise ValueError(f"{path.name} is larger than {MAX_FILE_BYTES // 2**20} MiB: not a config.json")
+        raise ValueError(
+            f"{path.name} is larger than {MAX_FILE_BYTES // 2**20} MiB: "
+            "not a config.json"
+        )
     try:
         cfg = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
@@ -233,8 +265,14 @@ def read_config(path: str | Path) -> tuple[Model, list[str]]:
     except ValueError as err:  # malformed JSON, or a number too long to read
         raise ValueError(f"{path.name} is not valid JSON: {err}") from None
     except RecursionError:
-        raise ValueError(f"{path.name} is nested too deeply to be a config.json") from None
-    stem = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
+        raise ValueError(
+            f"{path.name} is nested too deeply to be a config.json"
+        ) from None
+    stem = (
+        path.parent.name
+        if path.name == "config.json" and path.parent.name
+        else path.stem
+    )
     return model_from_config(cfg, name=stem)
 
 
@@ -250,4 +288,6 @@ def example_config_path(name: str) -> Path:
         if path.stem == stem:
             return path
     known = ", ".join(p.stem for p in example_configs())
-    raise ValueError(f"no shipped config called {name!r}; the shipped ones are: {known}")
+    raise ValueError(
+        f"no shipped config called {name!r}; the shipped ones are: {known}"
+    )

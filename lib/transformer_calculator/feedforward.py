@@ -4,6 +4,7 @@ Both meet one contract, ``FeedForwardPart``: the numbers memory holds, the numbe
 token multiplies, the numbers a step carrying several tokens reads, and the numbers held
 in float32 whatever the model's format (DeepSeek's routers).
 """
+
 from __future__ import annotations
 
 import math
@@ -49,8 +50,8 @@ class FeedForwardPart(ABC):
 
 @dataclass(frozen=True)
 class FeedForward(FeedForwardPart):
-    """A feed-forward part from ``width`` to ``inner`` and back: two matrices, or three when
-    ``gated`` (gate, up, down); ``bias`` adds a bias to each."""
+    """A feed-forward part from ``width`` to ``inner`` and back: two matrices, or three
+    when ``gated`` (gate, up, down); ``bias`` adds a bias to each."""
 
     width: int
     inner: int
@@ -86,12 +87,12 @@ class FeedForward(FeedForwardPart):
 @dataclass(frozen=True)
 class Experts(FeedForwardPart):
     """A mixture of experts: ``count`` gated feed-forward experts of ``inner`` each, of
-    which a router (one row of ``width`` numbers per expert) picks ``per_token`` for each
-    token.
+    which a router (one row of ``width`` numbers per expert) picks ``per_token`` for
+    each token.
 
-    ``shared`` is an expert every token uses (DeepSeek, Qwen2-MoE; None: no shared expert),
-    ``shared_gate`` a learned scalar gate on it (Qwen2-MoE); ``router_float32`` marks a
-    router held in float32."""
+    ``shared`` is an expert every token uses (DeepSeek, Qwen2-MoE; None: no shared
+    expert), ``shared_gate`` a learned scalar gate on it (Qwen2-MoE); ``router_float32``
+    marks a router held in float32."""
 
     width: int
     count: int
@@ -128,8 +129,8 @@ class Experts(FeedForwardPart):
         return self.per_token * self.expert_parameters + self.always_used
 
     def read_parameters(self, tokens: int) -> float:
-        """The experts ``tokens`` tokens are expected to touch (uniform routing) plus what
-        every token uses."""
+        """The experts ``tokens`` tokens are expected to touch (uniform routing) plus
+        what every token uses."""
         touched = expected_distinct_experts(self.count, self.per_token, tokens)
         return touched * self.expert_parameters + self.always_used
 
@@ -139,14 +140,15 @@ class Experts(FeedForwardPart):
 
     def describe(self) -> str:
         shared = f" + a shared expert of {self.shared.inner:,}" if self.shared else ""
-        return (f"{self.count} experts of {self.inner:,}, {self.per_token} a "
-                f"token{shared}")
+        return (
+            f"{self.count} experts of {self.inner:,}, {self.per_token} a token{shared}"
+        )
 
 
 def expected_distinct_experts(count: int, per_token: int, tokens: int) -> float:
-    """Experts, out of ``count``, that ``tokens`` tokens touch when each picks ``per_token``
-    at random: count * (1 - (1 - per_token / count) ** tokens); exactly ``per_token`` for
-    one token."""
+    """Experts, out of ``count``, that ``tokens`` tokens touch when each picks
+    ``per_token`` at random: count * (1 - (1 - per_token / count) ** tokens); exactly
+    ``per_token`` for one token."""
     if tokens <= 1 or per_token >= count:
         return float(min(count, per_token * max(tokens, 0)))
     untouched = math.exp(tokens * math.log1p(-per_token / count))

@@ -1,20 +1,21 @@
 """The exact parts of a published decoder, layer by layer, and what they hold and cost.
 
-A ``Layout`` lists every part a model family builds (biases, learned position tables, the
-normalisations, the kind of mixing in each layer, experts), one ``Block`` per layer, so
-that every count is a sum over what is really there:
+A ``Layout`` lists every part a model family builds (biases, learned position tables,
+the normalisations, the kind of mixing in each layer, experts), one ``Block`` per layer,
+so that every count is a sum over what is really there:
 
 - ``parameters``: every trainable number (tied matrices once);
 - ``active_parameters``: the numbers one token's step multiplies (only the experts the
   router picks, plus everything outside the experts);
-- the cache: what each layer keeps per token and for how many tokens (``mixers.py``), and
-  the fixed state of running-summary layers.
+- the cache: what each layer keeps per token and for how many tokens (``mixers.py``),
+  and the fixed state of running-summary layers.
 
 Counts are in numbers; the byte figures take ``bytes_per_number`` and keep the two
 exceptions ``transformers`` makes: a running summary's recurrent state and DeepSeek's
 router weights are held in float32 (4 bytes) whatever the model's format.
 ``families/`` builds a ``Layout`` from a ``config.json``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,7 +29,8 @@ from .mixers import Mixer, MixerKind
 __all__ = ["FLOAT32_BYTES", "Block", "Layout"]
 
 FLOAT32_BYTES = 4
-"""Bytes of one float32 number: recurrent states and DeepSeek's router are kept at this size."""
+"""Bytes of one float32 number: recurrent states and DeepSeek's router are kept at this
+size."""
 
 
 def _bias(present: bool, size: int) -> int:
@@ -37,8 +39,9 @@ def _bias(present: bool, size: int) -> int:
 
 @dataclass(frozen=True)
 class Block:
-    """One layer: a mixer, a feed-forward part (None for Mamba's blocks, which have none),
-    and ``norms`` numbers of normalisation (scales and biases of every norm in the block)."""
+    """One layer: a mixer, a feed-forward part (None for Mamba's blocks, which have
+    none), and ``norms`` numbers of normalisation (scales and biases of every norm in
+    the block)."""
 
     mixer: Mixer
     ffn: FeedForwardPart | None
@@ -47,7 +50,11 @@ class Block:
     @property
     def parameters(self) -> int:
         """Every trainable number in the block, a count."""
-        return self.mixer.parameters + (self.ffn.parameters if self.ffn else 0) + self.norms
+        return (
+            self.mixer.parameters
+            + (self.ffn.parameters if self.ffn else 0)
+            + self.norms
+        )
 
     @property
     def active_parameters(self) -> int:
@@ -56,7 +63,8 @@ class Block:
         return self.mixer.parameters + ffn + self.norms
 
     def read_parameters(self, tokens: int) -> float:
-        """Numbers a step carrying ``tokens`` tokens is expected to read from this block."""
+        """Numbers a step carrying ``tokens`` tokens is expected to read from this
+        block."""
         ffn = self.ffn.read_parameters(tokens) if self.ffn else 0.0
         return self.mixer.parameters + ffn + self.norms
 
@@ -68,26 +76,29 @@ class Block:
     @property
     def windowed(self) -> bool:
         """True for attention over a window of recent positions."""
-        return self.mixer.kind is MixerKind.ATTENTION and self.mixer.cache_cap is not None
+        return (
+            self.mixer.kind is MixerKind.ATTENTION and self.mixer.cache_cap is not None
+        )
 
     def cache_numbers_at(self, tokens: int) -> int:
         """Numbers this layer's key-value cache holds after ``tokens`` tokens."""
         return self.mixer.kept_tokens(tokens) * self.mixer.cache_numbers
 
     def state_bytes(self, bytes_per_number: int) -> int:
-        """Bytes of fixed state this layer holds, whatever the length (0 for attention)."""
+        """Bytes of fixed state this layer holds, whatever the length (0 for
+        attention)."""
         return self.mixer.state.bytes(bytes_per_number)
 
 
 @dataclass(frozen=True)
 class Layout:
     """Every part of a decoder: token embeddings, an optional learned position table
-    (``positions`` rows, 0 for none), an optional normalisation right after the embeddings
-    (``embedding_norm`` numbers), the blocks, the final normalisation (``final_norm``
-    numbers) and the output head (its own matrix unless ``tied``, with a bias if
-    ``head_bias``). ``norm_numbers`` is the numbers per channel of one normalisation (2 for
-    LayerNorm, 1 for RMSNorm or a LayerNorm without bias, 0 for one without trainable
-    numbers) and ``norm`` its name.
+    (``positions`` rows, 0 for none), an optional normalisation right after the
+    embeddings (``embedding_norm`` numbers), the blocks, the final normalisation
+    (``final_norm`` numbers) and the output head (its own matrix unless ``tied``, with a
+    bias if ``head_bias``). ``norm_numbers`` is the numbers per channel of one
+    normalisation (2 for LayerNorm, 1 for RMSNorm or a LayerNorm without bias, 0 for one
+    without trainable numbers) and ``norm`` its name.
 
     ``embedding_width`` differs from ``width`` only for OPT's small models, whose
     embeddings are narrower and projected in and out of the blocks (None: the same)."""
@@ -105,7 +116,7 @@ class Layout:
     head_bias: bool = False
     family: str = "decoder"
 
-    # --- parameters ------------------------------------------------------------------------
+    # --- parameters -------------------------------------------------------------------
 
     @cached_property
     def outside_blocks(self) -> int:
@@ -113,8 +124,14 @@ class Layout:
         e = self.embedding_width or self.width
         embeddings = self.vocab * e * (1 if self.tied else 2)
         projections = 2 * self.width * e if e != self.width else 0
-        return (embeddings + projections + self.positions * self.width + self.embedding_norm
-                + self.final_norm + _bias(self.head_bias, self.vocab))
+        return (
+            embeddings
+            + projections
+            + self.positions * self.width
+            + self.embedding_norm
+            + self.final_norm
+            + _bias(self.head_bias, self.vocab)
+        )
 
     @cached_property
     def parameters(self) -> int:
@@ -123,7 +140,8 @@ class Layout:
 
     @cached_property
     def active_parameters(self) -> int:
-        """Numbers one token's step uses: all but the experts the router does not pick."""
+        """Numbers one token's step uses: all but the experts the router does not
+        pick."""
         return self.outside_blocks + sum(b.active_parameters for b in self.blocks)
 
     @cached_property
@@ -142,35 +160,41 @@ class Layout:
         return (self.parameters - f32) * bytes_per_number + f32 * FLOAT32_BYTES
 
     def read_bytes(self, bytes_per_number: int, tokens: int) -> int:
-        """Bytes of weights one step reads when it carries ``tokens`` tokens at once (all of
-        them for a dense model; for experts, those the tokens are expected to touch)."""
+        """Bytes of weights one step reads when it carries ``tokens`` tokens at once
+        (all of them for a dense model; for experts, those the tokens are expected to
+        touch)."""
         if not self.has_experts:
             return self.weight_bytes(bytes_per_number)
         f32 = self.float32_parameters
-        numbers = self.outside_blocks + sum(b.read_parameters(tokens) for b in self.blocks)
+        numbers = self.outside_blocks + sum(
+            b.read_parameters(tokens) for b in self.blocks
+        )
         return round((numbers - f32) * bytes_per_number + f32 * FLOAT32_BYTES)
 
-    # --- the cache -------------------------------------------------------------------------
+    # --- the cache --------------------------------------------------------------------
 
     def state_bytes(self, bytes_per_number: int) -> int:
         """Bytes of running-summary state a conversation holds, whatever its length."""
         return sum(b.state_bytes(bytes_per_number) for b in self.blocks)
 
     def cache_bytes(self, bytes_per_number: int, tokens: int) -> int:
-        """Bytes one conversation of ``tokens`` tokens holds: keys and values (each windowed
-        layer only its last ``window - 1``) plus any fixed state (none at 0 tokens)."""
+        """Bytes one conversation of ``tokens`` tokens holds: keys and values (each
+        windowed layer only its last ``window - 1``) plus any fixed state (none at 0
+        tokens)."""
         if tokens == 0:
             return 0
         kv = sum(b.cache_numbers_at(tokens) for b in self.blocks) * bytes_per_number
         return kv + self.state_bytes(bytes_per_number)
 
     def stored_cache_bytes(self, bytes_per_number: int, tokens: int) -> int:
-        """Bytes ``transformers``' own cache holds after ``tokens`` tokens (it may keep more
-        than the architecture needs)."""
+        """Bytes ``transformers``' own cache holds after ``tokens`` tokens (it may keep
+        more than the architecture needs)."""
         if tokens == 0:
             return 0
-        numbers = sum(b.mixer.kept_tokens(tokens) * b.mixer.stored_cache_numbers
-                      for b in self.blocks)
+        numbers = sum(
+            b.mixer.kept_tokens(tokens) * b.mixer.stored_cache_numbers
+            for b in self.blocks
+        )
         return numbers * bytes_per_number + self.state_bytes(bytes_per_number)
 
     def cache_bytes_per_token(self, bytes_per_number: int) -> int:
@@ -178,19 +202,23 @@ class Layout:
         return sum(b.mixer.cache_numbers for b in self.blocks) * bytes_per_number
 
     def cache_bytes_per_token_past_windows(self, bytes_per_number: int) -> int:
-        """Bytes each token adds once every window is full (only the layers whose cache has
-        no cap still grow)."""
-        growing = (b.mixer.cache_numbers for b in self.blocks if b.mixer.cache_cap is None)
+        """Bytes each token adds once every window is full (only the layers whose cache
+        has no cap still grow)."""
+        growing = (
+            b.mixer.cache_numbers for b in self.blocks if b.mixer.cache_cap is None
+        )
         return sum(growing) * bytes_per_number
 
     @cached_property
     def longest_window(self) -> int:
-        """Tokens after which every windowed layer's cache stops growing (0 without windows)."""
+        """Tokens after which every windowed layer's cache stops growing (0 without
+        windows)."""
         return max((b.mixer.cache_cap for b in self.blocks if b.windowed), default=0)
 
     def longest_conversation(self, bytes_per_number: int, free: int) -> int | None:
-        """Most tokens one conversation can hold in ``free`` bytes; None when its cache stops
-        growing (every layer windowed or a running summary) and fits however long it gets."""
+        """Most tokens one conversation can hold in ``free`` bytes; None when its cache
+        stops growing (every layer windowed or a running summary) and fits however long
+        it gets."""
         growth = self.cache_bytes_per_token_past_windows(bytes_per_number)
         whole = self.cache_bytes(bytes_per_number, max(self.longest_window, 1))
         if growth == 0 and whole <= free:
@@ -198,16 +226,22 @@ class Layout:
         upper = self.longest_window + 1 + (free // growth if growth else 0)
         return last_true(lambda n: self.cache_bytes(bytes_per_number, n) <= free, upper)
 
-    # --- work ------------------------------------------------------------------------------
+    # --- work -------------------------------------------------------------------------
 
     def decode_pair_flops(self, context: int) -> int:
-        """Operations every layer spends on pairs when one new token reads the ``context``
-        earlier ones (a windowed layer reads at most ``window - 1`` of them)."""
-        return sum(b.mixer.pair_flops * b.mixer.kept_tokens(context) for b in self.blocks)
+        """Operations every layer spends on pairs when one new token reads the
+        ``context`` earlier ones (a windowed layer reads at most ``window - 1`` of
+        them)."""
+        return sum(
+            b.mixer.pair_flops * b.mixer.kept_tokens(context) for b in self.blocks
+        )
 
     def prefill_pair_flops(self, tokens: int) -> int:
-        """Operations every layer spends on the allowed pairs of a ``tokens``-long prompt."""
-        return sum(b.mixer.pair_flops * b.mixer.prompt_pairs(tokens) for b in self.blocks)
+        """Operations every layer spends on the allowed pairs of a ``tokens``-long
+        prompt."""
+        return sum(
+            b.mixer.pair_flops * b.mixer.prompt_pairs(tokens) for b in self.blocks
+        )
 
     @cached_property
     def state_flops(self) -> int:
@@ -215,20 +249,22 @@ class Layout:
         return sum(b.mixer.state_flops for b in self.blocks)
 
     def pairs_pass_weights_at(self) -> int | None:
-        """Shortest sequence, in tokens, at which the pair work of all layers over the whole
-        sequence exceeds the work of the blocks' weights for it; None if it never does (no
-        attention, or windows that cap the pair work below the weight work)."""
+        """Shortest sequence, in tokens, at which the pair work of all layers over the
+        whole sequence exceeds the work of the blocks' weights for it; None if it never
+        does (no attention, or windows that cap the pair work below the weight work)."""
         weights = 2 * sum(b.active_parameters - b.norms for b in self.blocks)  # a token
         attending = [b for b in self.blocks if b.mixer.pair_flops]
         if not attending:
             return None
         if all(b.windowed for b in attending):
-            final_rate = sum(b.mixer.pair_flops * (b.mixer.cache_cap + 1) for b in attending)
+            final_rate = sum(
+                b.mixer.pair_flops * (b.mixer.cache_cap + 1) for b in attending
+            )
             if final_rate <= weights:
                 return None
         return first_true(lambda n: self.prefill_pair_flops(n) > weights * n)
 
-    # --- in words --------------------------------------------------------------------------
+    # --- in words ---------------------------------------------------------------------
 
     def count(self, kind: MixerKind) -> int:
         """Layers whose mixer is of ``kind``."""
@@ -236,6 +272,7 @@ class Layout:
 
     def describe(self) -> list[str]:
         """The layers in words, one line per run of identical layers."""
+
         def phrase(b: Block) -> str:
             return b.mixer.describe() + (f"; {b.ffn.describe()}" if b.ffn else "")
 
@@ -243,11 +280,16 @@ class Layout:
         run_start = 0
         for i in range(1, len(self.blocks) + 1):
             if i == len(self.blocks) or self.blocks[i] != self.blocks[run_start]:
-                where = (f"layer {run_start}" if i - run_start == 1
-                         else f"layers {run_start}-{i - 1}")
+                where = (
+                    f"layer {run_start}"
+                    if i - run_start == 1
+                    else f"layers {run_start}-{i - 1}"
+                )
                 lines.append(f"{where}: {phrase(self.blocks[run_start])}")
                 run_start = i
-        if len(lines) > 6:  # a repeating pattern: say how many layers of each kind instead
+        if (
+            len(lines) > 6
+        ):  # a repeating pattern: say how many layers of each kind instead
             kinds: dict[str, int] = {}
             for b in self.blocks:
                 kinds[phrase(b)] = kinds.get(phrase(b), 0) + 1

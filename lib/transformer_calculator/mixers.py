@@ -1,18 +1,19 @@
 """The mixing part of a layer: how positions meet, and what that holds and costs.
 
-Every kind meets one contract, ``Mixer``: its parameters; the numbers each kept token adds
-to the cache and how many tokens it keeps; the fixed state it holds whatever the length;
-the operations per allowed (query, key) pair; and the operations its state costs a token.
-Four kinds are built by ``transformers`` families:
+Every kind meets one contract, ``Mixer``: its parameters; the numbers each kept token
+adds to the cache and how many tokens it keeps; the fixed state it holds whatever the
+length; the operations per allowed (query, key) pair; and the operations its state costs
+a token. Four kinds are built by ``transformers`` families:
 
-- ``Attention``: query heads sharing key-value heads, over every earlier position or over a
-  window of the last ``window`` positions (itself included), whose cache keeps
+- ``Attention``: query heads sharing key-value heads, over every earlier position or
+  over a window of the last ``window`` positions (itself included), whose cache keeps
   ``window - 1`` tokens;
-- ``LatentAttention`` (DeepSeek): one compressed vector and one shared rotary key cached a
-  token, from which every head's keys and values are rebuilt;
+- ``LatentAttention`` (DeepSeek): one compressed vector and one shared rotary key cached
+  a token, from which every head's keys and values are rebuilt;
 - ``Mamba`` and ``Mamba2``: running summaries (selective state-space layers) that keep a
   causal filter's last inputs and a summary of fixed size, and no cache at all.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -21,8 +22,15 @@ from enum import Enum
 
 from transformer_arithmetic.masks import causal_pairs, window_pairs
 
-__all__ = ["MixerKind", "FixedState", "Mixer", "Attention", "LatentAttention", "Mamba",
-           "Mamba2"]
+__all__ = [
+    "MixerKind",
+    "FixedState",
+    "Mixer",
+    "Attention",
+    "LatentAttention",
+    "Mamba",
+    "Mamba2",
+]
 
 
 class MixerKind(Enum):
@@ -90,7 +98,8 @@ class Mixer(ABC):
     @property
     @abstractmethod
     def pair_flops(self) -> int:
-        """Operations for one allowed (query, key) pair, over every head (0: no pairs)."""
+        """Operations for one allowed (query, key) pair, over every head (0: no
+        pairs)."""
 
     @abstractmethod
     def prompt_pairs(self, tokens: int) -> int:
@@ -116,13 +125,13 @@ class Attention(Mixer):
     """Attention with ``heads`` query heads sharing ``kv_heads`` key-value heads of
     ``head_dim`` channels.
 
-    ``qkv_bias`` adds a bias to the query, key and value projections, ``out_bias`` to the
-    output projection; ``qk_norm`` is the count of numbers in the query and key
+    ``qkv_bias`` adds a bias to the query, key and value projections, ``out_bias`` to
+    the output projection; ``qk_norm`` is the count of numbers in the query and key
     normalisations (0 for none). ``window``: the layer looks only at the last ``window``
     positions, itself included, so its cache keeps ``window - 1`` tokens (None: every
-    position). ``stored_kv_heads``: key-value heads ``transformers`` keeps in its cache when
-    it keeps more than the architecture needs (keys and values copied to every query head;
-    None: as many as the architecture)."""
+    position). ``stored_kv_heads``: key-value heads ``transformers`` keeps in its cache
+    when it keeps more than the architecture needs (keys and values copied to every
+    query head; None: as many as the architecture)."""
 
     width: int
     heads: int
@@ -178,8 +187,13 @@ class Attention(Mixer):
         return 0
 
     def describe(self) -> str:
-        share = ("multi-head" if self.kv_heads == self.heads else
-                 "multi-query" if self.kv_heads == 1 else f"{self.kv_heads} key-value heads")
+        share = (
+            "multi-head"
+            if self.kv_heads == self.heads
+            else "multi-query"
+            if self.kv_heads == 1
+            else f"{self.kv_heads} key-value heads"
+        )
         window = f", window {self.window:,}" if self.window else ""
         return f"attention, {self.heads} heads of {self.head_dim} ({share}){window}"
 
@@ -192,8 +206,8 @@ class LatentAttention(Mixer):
 
     Queries come through a compressed vector of ``q_rank`` numbers (or straight from the
     model's width when ``q_rank`` is None); each head's key has ``nope_dim + rope_dim``
-    channels and its value ``v_dim``; ``bias`` adds biases to the two down-projections and
-    the output projection."""
+    channels and its value ``v_dim``; ``bias`` adds biases to the two down-projections
+    and the output projection."""
 
     width: int
     heads: int
@@ -215,10 +229,15 @@ class LatentAttention(Mixer):
         if self.q_rank is None:
             query = self.width * self.heads * qk
         else:
-            query = (self.width * self.q_rank + _bias(self.bias, self.q_rank) + self.q_rank
-                     + self.q_rank * self.heads * qk)
-        down = (self.width * (self.kv_rank + self.rope_dim)
-                + _bias(self.bias, self.kv_rank + self.rope_dim))
+            query = (
+                self.width * self.q_rank
+                + _bias(self.bias, self.q_rank)
+                + self.q_rank
+                + self.q_rank * self.heads * qk
+            )
+        down = self.width * (self.kv_rank + self.rope_dim) + _bias(
+            self.bias, self.kv_rank + self.rope_dim
+        )
         up = self.kv_rank + self.kv_rank * self.heads * (self.nope_dim + self.v_dim)
         out = self.heads * self.v_dim * self.width + _bias(self.bias, self.width)
         return query + down + up + out
@@ -235,7 +254,10 @@ class LatentAttention(Mixer):
     @property
     def pair_flops(self) -> int:
         """Scores over the key channels, values over the value channels, every head."""
-        return 2 * self.heads * (self.nope_dim + self.rope_dim) + 2 * self.heads * self.v_dim
+        return (
+            2 * self.heads * (self.nope_dim + self.rope_dim)
+            + 2 * self.heads * self.v_dim
+        )
 
     def prompt_pairs(self, tokens: int) -> int:
         return causal_pairs(tokens)
@@ -249,8 +271,10 @@ class LatentAttention(Mixer):
         return 0
 
     def describe(self) -> str:
-        return (f"latent attention, {self.heads} heads, caching {self.kv_rank} + "
-                f"{self.rope_dim} numbers a token")
+        return (
+            f"latent attention, {self.heads} heads, caching {self.kv_rank} + "
+            f"{self.rope_dim} numbers a token"
+        )
 
 
 class _RunningSummary(Mixer):
@@ -278,13 +302,14 @@ class _RunningSummary(Mixer):
 
 @dataclass(frozen=True)
 class Mamba(_RunningSummary):
-    """A selective state-space mixer (Mamba): the input is widened to ``inner`` channels,
-    each carrying ``state_size`` numbers of running summary, after a causal filter ``conv``
-    tokens long.
+    """A selective state-space mixer (Mamba): the input is widened to ``inner``
+    channels, each carrying ``state_size`` numbers of running summary, after a causal
+    filter ``conv`` tokens long.
 
-    ``dt_rank`` is the width of the step-size projection; ``inner_norms`` adds Jamba's three
-    small normalisations (step size, B and C). Between tokens the layer holds the filter's
-    window of ``conv`` inputs per channel and the ``inner * state_size`` summary, in float32."""
+    ``dt_rank`` is the width of the step-size projection; ``inner_norms`` adds Jamba's
+    three small normalisations (step size, B and C). Between tokens the layer holds the
+    filter's window of ``conv`` inputs per channel and the ``inner * state_size``
+    summary, in float32."""
 
     width: int
     inner: int
@@ -299,19 +324,27 @@ class Mamba(_RunningSummary):
     def parameters(self) -> int:
         """Projections, filter, step-size and decay numbers."""
         i, n = self.inner, self.state_size
-        return (self.width * 2 * i + _bias(self.proj_bias, 2 * i)
-                + i * self.conv + _bias(self.conv_bias, i)
-                + i * (self.dt_rank + 2 * n)
-                + self.dt_rank * i + i
-                + i * n + i
-                + i * self.width + _bias(self.proj_bias, self.width)
-                + (self.dt_rank + 2 * n if self.inner_norms else 0))
+        return (
+            self.width * 2 * i
+            + _bias(self.proj_bias, 2 * i)
+            + i * self.conv
+            + _bias(self.conv_bias, i)
+            + i * (self.dt_rank + 2 * n)
+            + self.dt_rank * i
+            + i
+            + i * n
+            + i
+            + i * self.width
+            + _bias(self.proj_bias, self.width)
+            + (self.dt_rank + 2 * n if self.inner_norms else 0)
+        )
 
     @property
     def state(self) -> FixedState:
         """The filter's window (model format) and the summary (float32)."""
-        return FixedState(model_format=self.inner * self.conv,
-                          float32=self.inner * self.state_size)
+        return FixedState(
+            model_format=self.inner * self.conv, float32=self.inner * self.state_size
+        )
 
     @property
     def state_flops(self) -> int:
@@ -324,10 +357,10 @@ class Mamba(_RunningSummary):
 
 @dataclass(frozen=True)
 class Mamba2(_RunningSummary):
-    """A Mamba-2 mixer: ``heads`` heads of ``head_dim`` channels (``inner`` in all), each
-    with a ``head_dim`` by ``state_size`` summary; B and C come in ``groups`` groups. The
-    causal filter (``conv`` tokens) runs over the ``inner + 2 * groups * state_size``
-    channels of x, B and C."""
+    """A Mamba-2 mixer: ``heads`` heads of ``head_dim`` channels (``inner`` in all),
+    each with a ``head_dim`` by ``state_size`` summary; B and C come in ``groups``
+    groups. The causal filter (``conv`` tokens) runs over the ``inner + 2 * groups *
+    state_size`` channels of x, B and C."""
 
     width: int
     inner: int
@@ -346,19 +379,28 @@ class Mamba2(_RunningSummary):
 
     @property
     def parameters(self) -> int:
-        """Projections, filter, per-head step, decay and skip numbers and the gated norm."""
+        """Projections, filter, per-head step, decay and skip numbers and the gated
+        norm."""
         c = self.conv_channels
         projected = self.inner + c + self.heads
-        return (self.width * projected + _bias(self.proj_bias, projected)
-                + c * self.conv + _bias(self.conv_bias, c)
-                + 3 * self.heads + self.inner
-                + self.inner * self.width + _bias(self.proj_bias, self.width))
+        return (
+            self.width * projected
+            + _bias(self.proj_bias, projected)
+            + c * self.conv
+            + _bias(self.conv_bias, c)
+            + 3 * self.heads
+            + self.inner
+            + self.inner * self.width
+            + _bias(self.proj_bias, self.width)
+        )
 
     @property
     def state(self) -> FixedState:
         """The filter's window (model format) and every head's summary (float32)."""
-        return FixedState(model_format=self.conv_channels * self.conv,
-                          float32=self.heads * self.head_dim * self.state_size)
+        return FixedState(
+            model_format=self.conv_channels * self.conv,
+            float32=self.heads * self.head_dim * self.state_size,
+        )
 
     @property
     def state_flops(self) -> int:
@@ -366,5 +408,7 @@ class Mamba2(_RunningSummary):
         return 4 * self.heads * self.head_dim * self.state_size
 
     def describe(self) -> str:
-        return (f"Mamba-2 mixer, {self.heads} heads of {self.head_dim} x {self.state_size} "
-                "state numbers")
+        return (
+            f"Mamba-2 mixer, {self.heads} heads of {self.head_dim} x {self.state_size} "
+            "state numbers"
+        )

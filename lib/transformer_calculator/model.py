@@ -1,4 +1,6 @@
-"""A published model as the calculator sees it: its exact layout and its number format."""
+"""A published model as the calculator sees it: its exact layout and its number
+format."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -12,8 +14,8 @@ __all__ = ["Model"]
 
 @dataclass(frozen=True)
 class Model:
-    """A published decoder: every part (``layout``), held at ``bytes_per_number`` bytes a
-    number, under a ``name``."""
+    """A published decoder: every part (``layout``), held at ``bytes_per_number`` bytes
+    a number, under a ``name``."""
 
     layout: Layout
     bytes_per_number: int
@@ -21,19 +23,27 @@ class Model:
 
     def __post_init__(self) -> None:
         if self.bytes_per_number not in (1, 2, 4, 8):
-            raise ValueError(f"bytes_per_number must be 1, 2, 4 or 8, got {self.bytes_per_number!r}")
+            raise ValueError(
+                f"bytes_per_number must be 1, 2, 4 or 8, got {self.bytes_per_number!r}"
+            )
 
     def __str__(self) -> str:
         return f"{self.name}: {self.layout.family}, {'; '.join(self.layout.describe())}"
 
     def summary(self) -> dict:
         """The model in a few sizes, for display: the first attention layer's heads (a
-        latent layer shares one latent among its heads, like multi-query; a model without
-        attention shows one head as wide as the model), the first feed-forward part's
-        width, and the layout's own sizes."""
+        latent layer shares one latent among its heads, like multi-query; a model
+        without attention shows one head as wide as the model), the first feed-forward
+        part's width, and the layout's own sizes."""
         layout = self.layout
-        first = next((b.mixer for b in layout.blocks
-                      if isinstance(b.mixer, (Attention, LatentAttention))), None)
+        first = next(
+            (
+                b.mixer
+                for b in layout.blocks
+                if isinstance(b.mixer, (Attention, LatentAttention))
+            ),
+            None,
+        )
         if isinstance(first, Attention):
             heads, kv_heads, head_dim = first.heads, first.kv_heads, first.head_dim
         elif isinstance(first, LatentAttention):
@@ -43,9 +53,16 @@ class Model:
         ffn = next((b.ffn for b in layout.blocks if b.ffn is not None), None)
         gated = isinstance(ffn, Experts) or (isinstance(ffn, FeedForward) and ffn.gated)
         return {
-            "name": self.name, "layers": len(layout.blocks), "heads": heads,
-            "kv_heads": kv_heads, "head_dim": head_dim, "width": layout.width,
+            "name": self.name,
+            "layers": len(layout.blocks),
+            "heads": heads,
+            "kv_heads": kv_heads,
+            "head_dim": head_dim,
+            "width": layout.width,
             "ffn_width": ffn.inner if ffn is not None else layout.width,
-            "vocab": layout.vocab, "gated_ffn": gated, "tied_embeddings": layout.tied,
-            "norm": layout.norm, "bytes_per_number": self.bytes_per_number,
+            "vocab": layout.vocab,
+            "gated_ffn": gated,
+            "tied_embeddings": layout.tied,
+            "norm": layout.norm,
+            "bytes_per_number": self.bytes_per_number,
         }

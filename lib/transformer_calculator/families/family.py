@@ -1,4 +1,5 @@
 """One model family's layout, as ``transformers`` builds it from a config."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -9,14 +10,21 @@ from ..layout import Block, Layout
 from ..mixers import Attention, LatentAttention
 from .parts import NORM_NAMES, NORM_NUMBERS, Flag, QKNorm, resolve
 from .reader import MAX_LAYERS, Reader, short
-from .rules import Ffns, Mixers, Windows, head_dim_from_field, kv_from_field, width_field
+from .rules_attention import Windows, head_dim_from_field, kv_from_field
+from .rules_layers import Ffns, Mixers, width_field
 
 __all__ = ["LLAMA_NAMES", "GPT2_NAMES", "Family"]
 
-LLAMA_NAMES = {"layers": ("num_hidden_layers",), "width": ("hidden_size",),
-               "heads": ("num_attention_heads",)}
-GPT2_NAMES = {"layers": ("n_layer", "num_hidden_layers"), "width": ("n_embd", "hidden_size"),
-              "heads": ("n_head", "num_attention_heads")}
+LLAMA_NAMES = {
+    "layers": ("num_hidden_layers",),
+    "width": ("hidden_size",),
+    "heads": ("num_attention_heads",),
+}
+GPT2_NAMES = {
+    "layers": ("n_layer", "num_hidden_layers"),
+    "width": ("n_embd", "hidden_size"),
+    "heads": ("n_head", "num_attention_heads"),
+}
 
 
 @dataclass(frozen=True)
@@ -27,18 +35,18 @@ class Family:
     constant, a ``Flag`` (a config field with the family's default) or a named rule:
 
     - attention: ``kv_heads`` and ``head_dim`` (rules), ``qkv_bias`` and ``out_bias``,
-      ``qk_norm``, ``windows`` (which layers see only recent positions), ``latent``
-      (DeepSeek's compressed cache), ``stores_every_head`` (transformers' cache copies keys
-      and values out to every query head);
+    ``qk_norm``, ``windows`` (which layers see only recent positions), ``latent``
+    (DeepSeek's compressed cache), ``stores_every_head`` (transformers' cache copies
+    keys and values out to every query head);
     - feed-forward: ``ffn_width`` (None: no feed-forward part), ``gated``, ``mlp_bias``,
       ``experts`` (which layers hold a mixture of experts);
     - ``mixers``: which layers are running summaries (Mamba) instead of attention;
     - normalisation: ``norm`` ("rms", "layer", "scale" or "fixed", or a rule),
       ``norms_per_layer``, ``final_norm``, ``embedding_norm``;
-    - embeddings and head: ``positions`` (fields giving a learned position table's rows, with
-      ``position_default`` and ``position_offset``), ``embedding_width`` (OPT's narrower
-      embeddings), ``tied`` (the family's ``tie_word_embeddings`` default; None: the file
-      must say), ``head_bias``;
+    - embeddings and head: ``positions`` (fields giving a learned position table's rows,
+    with ``position_default`` and ``position_offset``), ``embedding_width`` (OPT's
+    narrower embeddings), ``tied`` (the family's ``tie_word_embeddings`` default; None:
+    the file must say), ``head_bias``;
     - ``refuse_if_true``: fields that describe a model this calculator does not count;
       ``no_count``: fields the family reads that change no count."""
 
@@ -82,63 +90,123 @@ class Family:
         layers = r.whole(*self.names["layers"], maximum=MAX_LAYERS)
         width = r.whole(*self.names["width"])
         vocab = r.whole("vocab_size")
-        per_channel = NORM_NUMBERS[self.norm] if isinstance(self.norm, str) else self.norm(r)
+        per_channel = (
+            NORM_NUMBERS[self.norm] if isinstance(self.norm, str) else self.norm(r)
+        )
         norm = per_channel * width
         mixers = self.mixers(r, layers, width) if self.mixers else [None] * layers
-        attention = self._attention(r, layers, width) if any(m is None for m in mixers) else None
+        attention = (
+            self._attention(r, layers, width)
+            if any(m is None for m in mixers)
+            else None
+        )
         ffns = self._ffns(r, layers, width)
         norms = resolve(self.norms_per_layer, r) * norm
-        blocks = tuple(Block(mixer=m if m is not None else attention[i], ffn=ffns[i], norms=norms)
-                       for i, m in enumerate(mixers))
+        blocks = tuple(
+            Block(mixer=m if m is not None else attention[i], ffn=ffns[i], norms=norms)
+            for i, m in enumerate(mixers)
+        )
         if self.tied is None and not r.given("tie_word_embeddings"):
-            raise ValueError("config field tie_word_embeddings is missing: for a model_type this calculator "
-                             "does not know it cannot tell (families differ) whether the output head has a "
-                             "matrix of its own")
+            raise ValueError(
+                "config field tie_word_embeddings is missing: for a "
+                "model_type this calculator "
+                "does not know it cannot tell (families differ) whether "
+                "the output head has a "
+                "matrix of its own"
+            )
         tied = r.flag("tie_word_embeddings", bool(self.tied))
         positions = 0
         if self.positions:
-            positions = r.whole(*self.positions, default=self.position_default) + self.position_offset
-        embedding_width = r.whole(*self.embedding_width, default=width,
-                                  why="the model's width") if self.embedding_width else None
-        return Layout(vocab=vocab, width=width, blocks=blocks, tied=tied,
-                      final_norm=norm if resolve(self.final_norm, r) else 0, positions=positions,
-                      embedding_norm=norm if self.embedding_norm else 0,
-                      embedding_width=embedding_width if embedding_width != width else None,
-                      head_bias=self.head_bias, family=self.title, norm_numbers=per_channel,
-                      norm="LayerNorm without bias" if self.norm == "scale"
-                      else NORM_NAMES[per_channel])
+            positions = (
+                r.whole(*self.positions, default=self.position_default)
+                + self.position_offset
+            )
+        embedding_width = (
+            r.whole(*self.embedding_width, default=width, why="the model's width")
+            if self.embedding_width
+            else None
+        )
+        return Layout(
+            vocab=vocab,
+            width=width,
+            blocks=blocks,
+            tied=tied,
+            final_norm=norm if resolve(self.final_norm, r) else 0,
+            positions=positions,
+            embedding_norm=norm if self.embedding_norm else 0,
+            embedding_width=embedding_width if embedding_width != width else None,
+            head_bias=self.head_bias,
+            family=self.title,
+            norm_numbers=per_channel,
+            norm="LayerNorm without bias"
+            if self.norm == "scale"
+            else NORM_NAMES[per_channel],
+        )
 
-    def _attention(self, r: Reader, layers: int, width: int) -> list[Attention | LatentAttention]:
+    def _attention(
+        self, r: Reader, layers: int, width: int
+    ) -> list[Attention | LatentAttention]:
         heads = r.whole(*self.names["heads"])
         windows = self.windows(r, layers) if self.windows else [None] * layers
         if self.latent:
-            # q_lora_rank: null means queries straight from the model's width; left out, 1,536
-            q_rank = None if r.cfg.get("q_lora_rank", 0) is None else r.whole("q_lora_rank", default=1536)
+            # q_lora_rank: null means queries straight from the model's width; left out,
+            # 1,536
+            q_rank = (
+                None
+                if r.cfg.get("q_lora_rank", 0) is None
+                else r.whole("q_lora_rank", default=1536)
+            )
             part = LatentAttention(
-                width=width, heads=heads, kv_rank=r.whole("kv_lora_rank", default=512),
+                width=width,
+                heads=heads,
+                kv_rank=r.whole("kv_lora_rank", default=512),
                 q_rank=q_rank,
-                nope_dim=r.whole("qk_nope_head_dim", default=128), rope_dim=r.whole("qk_rope_head_dim", default=64),
-                v_dim=r.whole("v_head_dim", default=128), bias=r.flag("attention_bias", False))
-            r.read.update({"num_key_value_heads", "head_dim"})  # transformers does not use them for latent attention
+                nope_dim=r.whole("qk_nope_head_dim", default=128),
+                rope_dim=r.whole("qk_rope_head_dim", default=64),
+                v_dim=r.whole("v_head_dim", default=128),
+                bias=r.flag("attention_bias", False),
+            )
+            # transformers does not use them for latent attention
+            r.read.update({"num_key_value_heads", "head_dim"})
             return [part] * layers
         kv = self.kv_heads(r, heads)
         if kv > heads or heads % kv:
-            raise ValueError(f"config field num_key_value_heads={kv} does not divide num_attention_heads={heads}")
+            raise ValueError(
+                f"config field num_key_value_heads={kv} does not divide "
+                f"num_attention_heads={heads}"
+            )
         head_dim = self.head_dim(r, width, heads)
         qk = self.qk_norm.numbers(r, heads, kv, head_dim) if self.qk_norm else 0
         stored = heads if resolve(self.stores_every_head, r) and kv != heads else None
         qkv_bias, out_bias = resolve(self.qkv_bias, r), resolve(self.out_bias, r)
-        return [Attention(width=width, heads=heads, kv_heads=kv, head_dim=head_dim, qkv_bias=qkv_bias,
-                          out_bias=out_bias, qk_norm=qk, window=w, stored_kv_heads=stored) for w in windows]
+        return [
+            Attention(
+                width=width,
+                heads=heads,
+                kv_heads=kv,
+                head_dim=head_dim,
+                qkv_bias=qkv_bias,
+                out_bias=out_bias,
+                qk_norm=qk,
+                window=w,
+                stored_kv_heads=stored,
+            )
+            for w in windows
+        ]
 
-    def _ffns(self, r: Reader, layers: int, width: int) -> list[FeedForward | Experts | None]:
+    def _ffns(
+        self, r: Reader, layers: int, width: int
+    ) -> list[FeedForward | Experts | None]:
         if self.ffn_width is None:
             return [None] * layers
         experts = self.experts(r, layers, width) if self.experts else [None] * layers
         dense = None
         r.read.add("intermediate_size")  # the width of dense layers, when there are any
         if any(e is None for e in experts):
-            dense = FeedForward(width, self.ffn_width(r, width), gated=self.gated, bias=resolve(self.mlp_bias, r))
+            dense = FeedForward(
+                width,
+                self.ffn_width(r, width),
+                gated=self.gated,
+                bias=resolve(self.mlp_bias, r),
+            )
         return [e if e is not None else dense for e in experts]
-
-

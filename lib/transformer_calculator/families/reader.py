@@ -1,5 +1,7 @@
-"""A ``config.json`` read field by field, the way a family's ``transformers`` config class
-reads it: every field read is remembered, every default fallen back on is noted."""
+"""A ``config.json`` read field by field, the way a family's ``transformers`` config
+class reads it: every field read is remembered, every default fallen back on is
+noted."""
+
 from __future__ import annotations
 
 import json
@@ -12,7 +14,8 @@ MAX_LAYERS = 10_000
 """Most layers the reader accepts (published decoders have a few hundred at most)."""
 
 MAX_SIZE = 2**40
-"""Largest size (width, vocabulary, heads, ...) the reader accepts, about 1.1 million million."""
+"""Largest size (width, vocabulary, heads, ...) the reader accepts, about 1.1 million
+million."""
 
 
 class Reader:
@@ -26,15 +29,17 @@ class Reader:
         self.read: set[str] = set()
 
     def raw(self, names: Sequence[str]) -> tuple[str, Any] | None:
-        """(name, value) of the first of ``names`` present and not null, or None if none is.
-        Two of them present with different values is an error naming both."""
+        """(name, value) of the first of ``names`` present and not null, or None if none
+        is. Two of them present with different values is an error naming both."""
         self.read.update(names)
         found = [(n, self.cfg[n]) for n in names if self.cfg.get(n) is not None]
         first = json.dumps(found[0][1], sort_keys=True, default=str) if found else ""
         for n, v in found[1:]:
             if json.dumps(v, sort_keys=True, default=str) != first:
-                raise ValueError(f"config fields {found[0][0]}={found[0][1]!r} and {n}={v!r} "
-                                 "disagree")
+                raise ValueError(
+                    f"config fields {found[0][0]}={found[0][1]!r} and {n}={v!r} "
+                    "disagree"
+                )
         return found[0] if found else None
 
     def given(self, *names: str) -> bool:
@@ -55,10 +60,16 @@ class Reader:
             self.notes.append(note)
         return value
 
-    def whole(self, *names: str, default: int | None = None, minimum: int = 1,
-              maximum: int = MAX_SIZE, why: str = "") -> int:
-        """A whole-number field (the first of ``names``), or ``default`` (noted) when absent;
-        without a default the field is required."""
+    def whole(
+        self,
+        *names: str,
+        default: int | None = None,
+        minimum: int = 1,
+        maximum: int = MAX_SIZE,
+        why: str = "",
+    ) -> int:
+        """A whole-number field (the first of ``names``), or ``default`` (noted) when
+        absent; without a default the field is required."""
         found = self.raw(names)
         if found is None:
             if default is None:
@@ -72,23 +83,35 @@ class Reader:
         if found is None:
             return self.default(name, default, why)
         if not isinstance(found[1], bool):
-            raise ValueError(f"config field {name} must be true or false, got {short(found[1])}")
+            raise ValueError(
+                f"config field {name} must be true or false, got {short(found[1])}"
+            )
         return found[1]
 
-    def layer_list(self, name: str, layers: int, allowed: Sequence[str]) -> list[str] | None:
-        """A list of one layer kind per layer (e.g. ``layer_types``), or None when absent."""
+    def layer_list(
+        self, name: str, layers: int, allowed: Sequence[str]
+    ) -> list[str] | None:
+        """A list of one layer kind per layer (e.g. ``layer_types``), or None when
+        absent."""
         found = self.raw((name,))
         if found is None:
             return None
         value = found[1]
-        if (not isinstance(value, list) or len(value) != layers
-                or not all(isinstance(v, str) for v in value)):
-            raise ValueError(f"config field {name} must list one name for each of the {layers} "
-                             f"layers, got {short(value)}")
+        if (
+            not isinstance(value, list)
+            or len(value) != layers
+            or not all(isinstance(v, str) for v in value)
+        ):
+            raise ValueError(
+                f"config field {name} must list one name for each of the {layers} "
+                f"layers, got {short(value)}"
+            )
         unknown = sorted(set(value) - set(allowed))
         if unknown:
-            raise ValueError(f"config field {name} holds {unknown[0]!r}, which this calculator "
-                             f"does not understand (it knows {', '.join(allowed)})")
+            raise ValueError(
+                f"config field {name} holds {unknown[0]!r}, which this calculator "
+                f"does not understand (it knows {', '.join(allowed)})"
+            )
         return value
 
 
@@ -98,12 +121,21 @@ def short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def whole_field(name: str, value: Any, minimum: int = 1, maximum: int = MAX_SIZE) -> int:
-    """``value`` of config field ``name`` if it is a whole number in [minimum, maximum]."""
+def whole_field(
+    name: str, value: Any, minimum: int = 1, maximum: int = MAX_SIZE
+) -> int:
+    """``value`` of config field ``name`` if it is a whole number in [minimum,
+    maximum]."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"config field {name} must be a whole number, got {short(value)}")
+        raise ValueError(
+            f"config field {name} must be a whole number, got {short(value)}"
+        )
     if value < minimum:
-        raise ValueError(f"config field {name} must be at least {minimum}, got {short(value)}")
+        raise ValueError(
+            f"config field {name} must be at least {minimum}, got {short(value)}"
+        )
     if value > maximum:
-        raise ValueError(f"config field {name} must be at most {maximum:,}, got {short(value)}")
+        raise ValueError(
+            f"config field {name} must be at most {maximum:,}, got {short(value)}"
+        )
     return value

@@ -2,168 +2,231 @@
 
 Every entry gives the family's own field names, the defaults its ``transformers`` config
 class uses for fields a file leaves out, and the layout of its blocks (normalisations,
-biases, position table, attention kind, windowed layers, experts, running-summary layers),
-naming a rule from ``rules.py`` where a part is more than a switch. The reference is
-``transformers`` 5.24.
+biases, position table, attention kind, windowed layers, experts, running-summary
+layers), naming a rule from ``rules_attention.py`` or ``rules_layers.py`` where a part
+is more than a switch. The reference is ``transformers`` 5.24.
 """
 from __future__ import annotations
 
 from .family import GPT2_NAMES, LLAMA_NAMES, Family
 from .parts import Flag, QKNorm
-from .rules import (
-    experts_deepseek, experts_every_layer, experts_jamba, experts_qwen, final_norm_opt,
+from .rules_attention import (
     head_dim_fixed, head_dim_from_field, kv_all_heads, kv_falcon, kv_from_field,
-    kv_multi_query_flag, mixers_bamba, mixers_jamba, mixers_mamba, norm_opt, norms_falcon,
-    norms_parallel_flag, width_field, width_four_times, windows_all, windows_alternating,
-    windows_gemma3, windows_qwen2, windows_qwen2_moe, windows_qwen3_moe,
+    kv_multi_query_flag, windows_all, windows_alternating, windows_gemma3,
+    windows_qwen2, windows_qwen2_moe, windows_qwen3_moe,
+)
+from .rules_layers import (
+    experts_deepseek, experts_every_layer, experts_jamba, experts_qwen,
+    final_norm_opt, mixers_bamba, mixers_jamba, mixers_mamba, norm_opt,
+    norms_falcon, norms_parallel_flag, width_field, width_four_times,
 )
 
 __all__ = ["FAMILIES", "GENERIC", "REFUSED_TYPES", "STRUCTURE_FIELDS"]
 
 _LLAMA_BIAS = Flag("attention_bias", False)
+_CROSS_ATTENTION = {
+    "add_cross_attention": "cross-attention layers belong to an encoder-decoder"}
 
 FAMILIES: tuple[Family, ...] = (
-    Family("Llama", ("llama",), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS, mlp_bias=Flag("mlp_bias", False),
-           summary="pre-norm blocks with two RMSNorms, a gated feed-forward part, rotary positions"),
-    Family("Granite", ("granite",), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS, mlp_bias=Flag("mlp_bias", False),
+    Family("Llama", ("llama",), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
+           mlp_bias=Flag("mlp_bias", False),
+           summary=("pre-norm blocks with two RMSNorms, a gated feed-forward part, "
+                    "rotary positions")),
+    Family("Granite", ("granite",), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
+           mlp_bias=Flag("mlp_bias", False),
            summary="the Llama layout with scaling factors that change no count"),
     Family("Mistral", ("mistral",), windows=windows_all(4096),
-           summary="the Llama layout without biases; every layer windowed when sliding_window is set"),
-    Family("Mixtral", ("mixtral",), windows=windows_all(None), experts=experts_every_layer,
+           summary=("the Llama layout without biases; every layer windowed when "
+                    "sliding_window is set")),
+    Family("Mixtral", ("mixtral",), windows=windows_all(None),
+           experts=experts_every_layer,
            summary="the Mistral layout with a mixture of experts in every layer"),
-    Family("Qwen2", ("qwen2",), kv_heads=kv_from_field(32), qkv_bias=True, windows=windows_qwen2,
-           summary="the Llama layout with biases on the query, key and value projections"),
-    Family("Qwen2-MoE", ("qwen2_moe",), kv_heads=kv_from_field(16), qkv_bias=Flag("qkv_bias", True),
-           windows=windows_qwen2_moe, experts=experts_qwen(True, 60, 4, 1408),
+    Family("Qwen2", ("qwen2",), kv_heads=kv_from_field(32), qkv_bias=True,
+           windows=windows_qwen2,
+           summary=("the Llama layout with biases on the query, key and value "
+                    "projections")),
+    Family("Qwen2-MoE", ("qwen2_moe",), kv_heads=kv_from_field(16),
+           qkv_bias=Flag("qkv_bias", True), windows=windows_qwen2_moe,
+           experts=experts_qwen(True, 60, 4, 1408),
            summary="Qwen2 with experts and a gated shared expert"),
-    Family("Qwen3", ("qwen3",), kv_heads=kv_from_field(32), head_dim=head_dim_from_field(128),
-           qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS, qk_norm=QKNorm("head"), windows=windows_qwen2,
+    Family("Qwen3", ("qwen3",), kv_heads=kv_from_field(32),
+           head_dim=head_dim_from_field(128), qkv_bias=_LLAMA_BIAS,
+           out_bias=_LLAMA_BIAS, qk_norm=QKNorm("head"), windows=windows_qwen2,
            summary="the Llama layout with queries and keys normalised per head"),
-    Family("Qwen3-MoE", ("qwen3_moe",), kv_heads=kv_from_field(4), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
-           qk_norm=QKNorm("head"), windows=windows_qwen3_moe, experts=experts_qwen(False, 128, 8, 768),
+    Family("Qwen3-MoE", ("qwen3_moe",), kv_heads=kv_from_field(4), qkv_bias=_LLAMA_BIAS,
+           out_bias=_LLAMA_BIAS, qk_norm=QKNorm("head"), windows=windows_qwen3_moe,
+           experts=experts_qwen(False, 128, 8, 768),
            summary="Qwen3 with a mixture of experts"),
-    Family("Gemma", ("gemma",), kv_heads=kv_from_field(16), head_dim=head_dim_from_field(256),
-           qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS, tied=True,
+    Family("Gemma", ("gemma",), kv_heads=kv_from_field(16),
+           head_dim=head_dim_from_field(256), qkv_bias=_LLAMA_BIAS,
+           out_bias=_LLAMA_BIAS, tied=True,
            summary="the Llama layout with tied embeddings and a GELU gate"),
-    Family("Gemma-2", ("gemma2",), kv_heads=kv_from_field(4), head_dim=head_dim_from_field(256),
-           qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS, tied=True, norms_per_layer=4,
+    Family("Gemma-2", ("gemma2",), kv_heads=kv_from_field(4),
+           head_dim=head_dim_from_field(256), qkv_bias=_LLAMA_BIAS,
+           out_bias=_LLAMA_BIAS, tied=True, norms_per_layer=4,
            windows=windows_alternating,
            summary="four RMSNorms a layer; windowed and full layers alternate"),
-    Family("Gemma-3", ("gemma3_text",), kv_heads=kv_from_field(4), head_dim=head_dim_from_field(256),
-           qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS, tied=True, norms_per_layer=4,
-           qk_norm=QKNorm("head"), windows=windows_gemma3,
-           summary="four RMSNorms a layer, queries and keys normalised; most layers windowed"),
-    Family("Phi", ("phi",), qkv_bias=True, out_bias=True, gated=False, mlp_bias=True, norm="layer",
-           norms_per_layer=1, head_bias=True, head_dim=head_dim_from_field(),
+    Family("Gemma-3", ("gemma3_text",), kv_heads=kv_from_field(4),
+           head_dim=head_dim_from_field(256), qkv_bias=_LLAMA_BIAS,
+           out_bias=_LLAMA_BIAS, tied=True, norms_per_layer=4, qk_norm=QKNorm("head"),
+           windows=windows_gemma3,
+           summary=("four RMSNorms a layer, queries and keys normalised; most layers "
+                    "windowed")),
+    Family("Phi", ("phi",), qkv_bias=True, out_bias=True, gated=False, mlp_bias=True,
+           norm="layer", norms_per_layer=1, head_bias=True,
+           head_dim=head_dim_from_field(),
            qk_norm=QKNorm("head", per_channel=2, flag=Flag("qk_layernorm", False)),
-           summary="parallel attention and feed-forward after one LayerNorm; biases everywhere"),
+           summary=("parallel attention and feed-forward after one LayerNorm; biases "
+                    "everywhere")),
     Family("Phi-3", ("phi3",), windows=windows_all(None),
-           summary="the Llama layout with fused projections; every layer windowed when sliding_window is set"),
-    Family("GPT-2", ("gpt2",), names=GPT2_NAMES, kv_heads=kv_all_heads, head_dim=head_dim_fixed,
-           ffn_width=width_field("n_inner", four_times=True), gated=False, norm="layer", qkv_bias=True,
-           out_bias=True, mlp_bias=True, positions=("n_positions", "max_position_embeddings"),
-           position_default=1024, tied=True,
-           refuse_if_true={"add_cross_attention": "cross-attention layers belong to an encoder-decoder"},
-           summary="LayerNorm blocks with biases everywhere and a learned position table"),
-    Family("GPT-J", ("gptj",), names=GPT2_NAMES, kv_heads=kv_all_heads, head_dim=head_dim_fixed,
-           ffn_width=width_field("n_inner", four_times=True), gated=False, norm="layer", norms_per_layer=1,
-           mlp_bias=True, head_bias=True, no_count=("n_positions",),
-           summary="parallel attention and feed-forward after one LayerNorm; the head has a bias"),
-    Family("GPT-NeoX", ("gpt_neox",), kv_heads=kv_all_heads, head_dim=head_dim_fixed, gated=False, norm="layer",
-           qkv_bias=Flag("attention_bias", True), out_bias=Flag("attention_bias", True), mlp_bias=True,
-           no_count=("use_parallel_residual",), summary="LayerNorm blocks with biases (Pythia)"),
-    Family("Falcon", ("falcon",), names={**LLAMA_NAMES, "width": ("hidden_size", "n_embed")},
+           summary=("the Llama layout with fused projections; every layer windowed "
+                    "when sliding_window is set")),
+    Family("GPT-2", ("gpt2",), names=GPT2_NAMES, kv_heads=kv_all_heads,
+           head_dim=head_dim_fixed, ffn_width=width_field("n_inner", four_times=True),
+           gated=False, norm="layer", qkv_bias=True, out_bias=True, mlp_bias=True,
+           positions=("n_positions", "max_position_embeddings"), position_default=1024,
+           tied=True, refuse_if_true=_CROSS_ATTENTION,
+           summary=("LayerNorm blocks with biases everywhere and a learned position "
+                    "table")),
+    Family("GPT-J", ("gptj",), names=GPT2_NAMES, kv_heads=kv_all_heads,
+           head_dim=head_dim_fixed, ffn_width=width_field("n_inner", four_times=True),
+           gated=False, norm="layer", norms_per_layer=1, mlp_bias=True, head_bias=True,
+           no_count=("n_positions",),
+           summary=("parallel attention and feed-forward after one LayerNorm; the "
+                    "head has a bias")),
+    Family("GPT-NeoX", ("gpt_neox",), kv_heads=kv_all_heads, head_dim=head_dim_fixed,
+           gated=False, norm="layer", qkv_bias=Flag("attention_bias", True),
+           out_bias=Flag("attention_bias", True), mlp_bias=True,
+           no_count=("use_parallel_residual",),
+           summary="LayerNorm blocks with biases (Pythia)"),
+    Family("Falcon", ("falcon",),
+           names={**LLAMA_NAMES, "width": ("hidden_size", "n_embed")},
            kv_heads=kv_falcon, head_dim=head_dim_fixed,
-           ffn_width=width_field("ffn_hidden_size", four_times=True), gated=False, norm="layer",
-           norms_per_layer=norms_falcon, qkv_bias=Flag("bias", False), out_bias=Flag("bias", False),
-           mlp_bias=Flag("bias", False), tied=True,
+           ffn_width=width_field("ffn_hidden_size", four_times=True), gated=False,
+           norm="layer", norms_per_layer=norms_falcon, qkv_bias=Flag("bias", False),
+           out_bias=Flag("bias", False), mlp_bias=Flag("bias", False), tied=True,
            stores_every_head=lambda r: r.flag("new_decoder_architecture", False),
-           summary="parallel attention and feed-forward; multi-query or grouped attention"),
-    Family("BLOOM", ("bloom",), names={"layers": ("n_layer", "num_hidden_layers"),
-                                       "width": ("hidden_size", "n_embed"),
-                                       "heads": ("n_head", "num_attention_heads")},
-           kv_heads=kv_all_heads, head_dim=head_dim_fixed, ffn_width=width_four_times, gated=False,
-           norm="layer", qkv_bias=True, out_bias=True, mlp_bias=True, embedding_norm=True, tied=True,
-           summary="LayerNorm blocks with biases, a LayerNorm after the embeddings, ALiBi positions"),
-    Family("OPT", ("opt",), kv_heads=kv_all_heads, head_dim=head_dim_fixed, ffn_width=width_field("ffn_dim"),
-           gated=False, norm=norm_opt, final_norm=final_norm_opt, qkv_bias=Flag("enable_bias", True),
+           summary=("parallel attention and feed-forward; multi-query or grouped "
+                    "attention")),
+    Family("BLOOM", ("bloom",),
+           names={"layers": ("n_layer", "num_hidden_layers"),
+                  "width": ("hidden_size", "n_embed"),
+                  "heads": ("n_head", "num_attention_heads")}, kv_heads=kv_all_heads,
+           head_dim=head_dim_fixed, ffn_width=width_four_times, gated=False,
+           norm="layer", qkv_bias=True, out_bias=True, mlp_bias=True,
+           embedding_norm=True, tied=True,
+           summary=("LayerNorm blocks with biases, a LayerNorm after the embeddings, "
+                    "ALiBi positions")),
+    Family("OPT", ("opt",), kv_heads=kv_all_heads, head_dim=head_dim_fixed,
+           ffn_width=width_field("ffn_dim"), gated=False, norm=norm_opt,
+           final_norm=final_norm_opt, qkv_bias=Flag("enable_bias", True),
            out_bias=Flag("enable_bias", True), mlp_bias=Flag("enable_bias", True),
-           positions=("max_position_embeddings",), position_default=2048, position_offset=2,
-           embedding_width=("word_embed_proj_dim",), tied=True,
-           summary="LayerNorm blocks with biases and a learned position table of max_position_embeddings + 2 rows"),
-    Family("StarCoder (GPT-BigCode)", ("gpt_bigcode",), names=GPT2_NAMES, kv_heads=kv_multi_query_flag,
-           head_dim=head_dim_fixed, ffn_width=width_field("n_inner", four_times=True), gated=False, norm="layer",
-           qkv_bias=True, out_bias=True, mlp_bias=True, positions=("n_positions", "max_position_embeddings"),
-           position_default=1024, tied=True,
-           refuse_if_true={"add_cross_attention": "cross-attention layers belong to an encoder-decoder"},
+           positions=("max_position_embeddings",), position_default=2048,
+           position_offset=2, embedding_width=("word_embed_proj_dim",), tied=True,
+           summary=("LayerNorm blocks with biases and a learned position table of "
+                    "max_position_embeddings + 2 rows")),
+    Family("StarCoder (GPT-BigCode)", ("gpt_bigcode",), names=GPT2_NAMES,
+           kv_heads=kv_multi_query_flag, head_dim=head_dim_fixed,
+           ffn_width=width_field("n_inner", four_times=True), gated=False, norm="layer",
+           qkv_bias=True, out_bias=True, mlp_bias=True,
+           positions=("n_positions", "max_position_embeddings"), position_default=1024,
+           tied=True, refuse_if_true=_CROSS_ATTENTION,
            summary="GPT-2 blocks with multi-query attention"),
-    Family("StarCoder2", ("starcoder2",), kv_heads=kv_from_field(2), gated=False, norm="layer",
-           qkv_bias=Flag("use_bias", True), out_bias=Flag("use_bias", True), mlp_bias=Flag("use_bias", True),
-           tied=True, windows=windows_all(None),
+    Family("StarCoder2", ("starcoder2",), kv_heads=kv_from_field(2), gated=False,
+           norm="layer", qkv_bias=Flag("use_bias", True),
+           out_bias=Flag("use_bias", True), mlp_bias=Flag("use_bias", True), tied=True,
+           windows=windows_all(None),
            summary="LayerNorm blocks with biases and grouped attention"),
-    Family("StableLM", ("stablelm",), kv_heads=kv_from_field(32), head_dim=head_dim_fixed, norm="layer",
-           norms_per_layer=norms_parallel_flag, qkv_bias=Flag("use_qkv_bias", False),
+    Family("StableLM", ("stablelm",), kv_heads=kv_from_field(32),
+           head_dim=head_dim_fixed, norm="layer", norms_per_layer=norms_parallel_flag,
+           qkv_bias=Flag("use_qkv_bias", False),
            qk_norm=QKNorm("every head", flag=Flag("qk_layernorm", False)),
            summary="LayerNorm blocks with a gated feed-forward part"),
     Family("OLMo", ("olmo",), norm="fixed", qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
            summary="the Llama layout with LayerNorms that have no trainable numbers"),
-    Family("OLMo-2", ("olmo2",), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS, qk_norm=QKNorm("every head"),
-           summary="norms after attention and after the feed-forward part; queries and keys normalised"),
-    Family("Cohere (Command-R)", ("cohere",), norm="scale", norms_per_layer=1, qkv_bias=_LLAMA_BIAS,
-           out_bias=_LLAMA_BIAS, qk_norm=QKNorm("every head", flag=Flag("use_qk_norm", False)), tied=True,
-           summary="parallel attention and feed-forward after one LayerNorm without bias"),
-    Family("DeepSeek-V2", ("deepseek_v2",), latent=True, mlp_bias=Flag("mlp_bias", False),
+    Family("OLMo-2", ("olmo2",), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
+           qk_norm=QKNorm("every head"),
+           summary=("norms after attention and after the feed-forward part; queries "
+                    "and keys normalised")),
+    Family("Cohere (Command-R)", ("cohere",), norm="scale", norms_per_layer=1,
+           qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
+           qk_norm=QKNorm("every head", flag=Flag("use_qk_norm", False)), tied=True,
+           summary=("parallel attention and feed-forward after one LayerNorm without "
+                    "bias")),
+    Family("DeepSeek-V2", ("deepseek_v2",), latent=True,
+           mlp_bias=Flag("mlp_bias", False),
            experts=experts_deepseek(64, None, 1407, 2, 0, Flag("mlp_bias", False)),
            summary="latent attention and experts with shared experts"),
-    Family("DeepSeek-V3", ("deepseek_v3",), latent=True, experts=experts_deepseek(256, 8, 2048, 1, 3, False),
+    Family("DeepSeek-V3", ("deepseek_v3",), latent=True,
+           experts=experts_deepseek(256, 8, 2048, 1, 3, False),
            summary="latent attention and experts with a shared expert"),
-    Family("Jamba", ("jamba",), kv_heads=kv_from_field(8), mixers=mixers_jamba, experts=experts_jamba,
-           summary="Mamba layers with an attention layer every few, experts every other layer"),
+    Family("Jamba", ("jamba",), kv_heads=kv_from_field(8), mixers=mixers_jamba,
+           experts=experts_jamba,
+           summary=("Mamba layers with an attention layer every few, experts every "
+                    "other layer")),
     Family("Bamba", ("bamba",), kv_heads=kv_from_field(8), mixers=mixers_bamba,
            qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS, mlp_bias=Flag("mlp_bias", False),
            summary="Mamba-2 layers with a few attention layers"),
-    Family("Mamba", ("mamba",), ffn_width=None, mixers=mixers_mamba, norms_per_layer=1, tied=True,
-           summary="Mamba layers only: no attention, no feed-forward part"),
+    Family("Mamba", ("mamba",), ffn_width=None, mixers=mixers_mamba, norms_per_layer=1,
+           tied=True, summary="Mamba layers only: no attention, no feed-forward part"),
 )
 
 GENERIC = Family("an unknown family", (), qkv_bias=False, out_bias=False,
-                 summary="counted as the Llama layout (two norms a layer, no biases, no position table)")
-"""The layout assumed for a ``model_type`` this calculator does not know (see ``hf_config``)."""
+                 summary=("counted as the Llama layout (two norms a layer, no biases, "
+                          "no "
+                          "position table)"))
+"""The layout assumed for a ``model_type`` this calculator does not know (see
+``hf_config``)."""
+
+_EARLY_FALCON = ("is an early Falcon file: transformers reads it only as model_type "
+                 "falcon")
 
 REFUSED_TYPES = {
-    "gemma3": "is Gemma-3 with its vision encoder: save its text_config as a config.json of its own "
-              '(with "model_type": "gemma3_text") to count the language model',
-    "RefinedWebModel": "is an early Falcon file: transformers reads it only as model_type falcon",
-    "RefinedWeb": "is an early Falcon file: transformers reads it only as model_type falcon",
+    "gemma3": ("is Gemma-3 with its vision encoder: save its text_config as a "
+               'config.json of its own (with "model_type": "gemma3_text") to count the '
+               "language model"),
+    "RefinedWebModel": _EARLY_FALCON,
+    "RefinedWeb": _EARLY_FALCON,
 }
 """Model types refused with a sentence saying what to do instead."""
 
 
 STRUCTURE_FIELDS = frozenset({
     # sizes under another family's names
-    "n_layer", "n_head", "n_embd", "n_embed", "n_inner", "ffn_dim", "ffn_hidden_size", "intermediate_size",
+    "n_layer", "n_head", "n_embd", "n_embed", "n_inner", "ffn_dim", "ffn_hidden_size",
+    "intermediate_size",
     "n_positions", "word_embed_proj_dim",
     # attention
-    "num_key_value_heads", "num_kv_heads", "multi_query", "new_decoder_architecture", "head_dim",
+    "num_key_value_heads", "num_kv_heads", "multi_query", "new_decoder_architecture",
+    "head_dim",
     "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim",
-    "qk_layernorm", "use_qk_norm", "qk_norm", "parallel_attn", "use_parallel_residual", "parallel_residual",
+    "qk_layernorm", "use_qk_norm", "qk_norm", "parallel_attn", "use_parallel_residual",
+    "parallel_residual",
     "num_ln_in_parallel_attn",
     # biases
-    "attention_bias", "mlp_bias", "qkv_bias", "use_bias", "bias", "use_qkv_bias", "enable_bias",
+    "attention_bias", "mlp_bias", "qkv_bias", "use_bias", "bias", "use_qkv_bias",
+    "enable_bias",
     # windows
-    "sliding_window", "use_sliding_window", "layer_types", "sliding_window_pattern", "max_window_layers",
+    "sliding_window", "use_sliding_window", "layer_types", "sliding_window_pattern",
+    "max_window_layers",
     "attention_chunk_size",
     # experts
-    "num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts", "num_experts_per_tok",
-    "moe_intermediate_size", "shared_expert_intermediate_size", "n_shared_experts", "first_k_dense_replace",
-    "decoder_sparse_step", "mlp_only_layers", "moe_layer_freq", "expert_layer_period", "expert_layer_offset",
+    "num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts",
+    "num_experts_per_tok",
+    "moe_intermediate_size", "shared_expert_intermediate_size", "n_shared_experts",
+    "first_k_dense_replace",
+    "decoder_sparse_step", "mlp_only_layers", "moe_layer_freq", "expert_layer_period",
+    "expert_layer_offset",
     # running summaries
-    "attn_layer_period", "attn_layer_offset", "attn_layer_indices", "layers_block_type", "state_size",
+    "attn_layer_period", "attn_layer_offset", "attn_layer_indices", "layers_block_type",
+    "state_size",
     "conv_kernel", "expand", "time_step_rank", "use_conv_bias", "num_heads", "n_groups",
-    "mamba_d_state", "mamba_d_conv", "mamba_expand", "mamba_dt_rank", "mamba_n_heads", "mamba_d_head",
+    "mamba_d_state", "mamba_d_conv", "mamba_expand", "mamba_dt_rank", "mamba_n_heads",
+    "mamba_d_head",
     "mamba_n_groups", "mamba_conv_bias", "mamba_proj_bias",
     # our own override
     "gated_ffn",
 })
 """Fields that change a count in some family: one a family does not read must be absent,
-null, false, or (for sizes) equal to what the family uses, or the reader refuses the file."""
+null, false, or (for sizes) equal to what the family uses, or the reader refuses the
+file."""

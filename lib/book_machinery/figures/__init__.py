@@ -1,0 +1,29 @@
+"""One look for every figure in the book, the shapes it draws again and again, and the
+one way a figure reaches a page.
+
+- ``PALETTE`` names one colour for each concept (attention, the cache, the weights, a
+  running summary, ...), the same on every page, chosen from the Okabe-Ito and Tol sets
+  so that readers with colour-blindness can tell them apart.
+- ``new_figure`` gives a figure at the book's size and style.
+- ``cell_grid``, ``heatmap``, ``bars``, ``curve``, ``mark`` and ``mark_below`` draw the
+  recurring shapes: a grid of labelled cells (masks, caches, filters, tokens), a grid of
+  numbers with a colour bar, labelled bars, and a curve with marked points whose labels
+  stay inside the axes; ``tap_tree`` and ``head_groups`` draw two mechanisms that appear
+  more than once (the taps of stacked filters, query heads sharing key-value heads).
+- ``show(fig, key, alt)`` draws the figure once, checks the layout (every label inside
+  its axes, no two labels on top of each other), encodes the drawing as PNG
+  deterministically, and glues it under ``key`` with its alt text, so that the page
+  places it with ``{glue:figure}`` (``myst_plugin.AltText`` puts that alt text on the
+  page).
+"""
+
+from .drawing import (bars, cell_grid, curve, head_groups, heatmap, mark, mark_below,
+                      tap_tree)
+from .page import BookFigure, check_layout, png_bytes, show
+from .style import PALETTE, ink_on, new_figure, scale_for, sequential, use_book_style
+
+__all__ = [
+    "PALETTE", "use_book_style", "new_figure", "scale_for", "ink_on", "sequential",
+    "cell_grid", "heatmap", "bars", "curve", "mark", "mark_below", "tap_tree",
+    "head_groups", "check_layout", "png_bytes", "BookFigure", "show",
+]

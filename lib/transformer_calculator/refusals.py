@@ -1,0 +1,158 @@
+"""What the config reader refuses, and why: fields a family does not read that could
+change a count, and files that describe something other than a decoder-only model."""
+
+from __future__ import annotations
+
+from .families import STRUCTURE_FIELDS, Family, Reader, short
+
+__all__ = ["HARMLESS_FIELDS", "refuse_unread", "refuse_global"]
+
+HARMLESS_FIELDS = frozenset(
+    {
+        "architectures",
+        "model_type",
+        "transformers_version",
+        "torch_dtype",
+        "dtype",
+        "_name_or_path",
+        "name_or_path",
+        "auto_map",
+        "bos_token_id",
+        "eos_token_id",
+        "pad_token_id",
+        "sep_token_id",
+        "unk_token_id",
+        "decoder_start_token_id",
+        "initializer_range",
+        "use_cache",
+        "rope_theta",
+        "rope_scaling",
+        "rope_parameters",
+        "rope_interleave",
+        "partial_rotary_factor",
+        "max_position_embeddings",
+        "original_max_position_embeddings",
+        "rms_norm_eps",
+        "layer_norm_eps",
+        "layer_norm_epsilon",
+        "norm_epsilon",
+        "hidden_act",
+        "hidden_activation",
+        "activation_function",
+        "attention_dropout",
+        "hidden_dropout",
+        "dropout",
+        "resid_pdrop",
+        "embd_pdrop",
+        "attn_pdrop",
+        "classifier_dropout",
+        "embedding_dropout",
+        "residual_dropout",
+        "pretraining_tp",
+        "output_attentions",
+        "output_hidden_states",
+        "return_dict",
+        "id2label",
+        "label2id",
+        "num_labels",
+        "problem_type",
+        "task_specific_params",
+        "tokenizer_class",
+        "torchscript",
+        "chunk_size_feed_forward",
+        "is_decoder",
+        "logits_scaling",
+        "embedding_multiplier",
+        "residual_multiplier",
+        "attention_multiplier",
+        "logit_scale",
+        "final_logit_softcapping",
+        "attn_logit_softcapping",
+        "query_pre_attn_scalar",
+        "cache_implementation",
+        "use_bfloat16",
+        "clip_qkv",
+        "max_length",
+        "tie_encoder_decoder",
+        "is_encoder_decoder",
+        "add_cross_attention",
+        "quantization_config",
+        "per_layer_config",
+    }
+)
+"""Fields that change no count, accepted in a file whose ``model_type`` is not a known
+family (the last few are checked separately and refused when they describe something
+else)."""
+
+_OTHER_NAMES = {
+    "n_layer": "num_hidden_layers",
+    "n_head": "num_attention_heads",
+    "n_embd": "hidden_size",
+    "n_embed": "hidden_size",
+    "n_inner": "intermediate_size",
+    "num_kv_heads": "num_key_value_heads",
+    "n_positions": "max_position_embeddings",
+}
+
+
+def _neutral(value: object) -> bool:
+    return value is None or value is False or value == [] or value == ""
+
+
+def refuse_unread(
+    cfg: dict, r: Reader, family: Family, used: dict[str, int], known: bool
+) -> None:
+    """Stop at a field that could change a count but was not read for this family."""
+    for key in sorted(cfg):
+        if key in r.read:
+            continue
+        value = cfg[key]
+        if key == "gated_ffn" and known and value is not None and value != used[key]:
+            raise ValueError(
+                f"config field gated_ffn={short(value)} contradicts the "
+                f"{family.title} layout"
+            )
+        if _neutral(value) or used.get(key) == value:
+            continue
+        if not known:
+            if key in HARMLESS_FIELDS:
+                continue
+            raise ValueError(
+                f"config field {key}={short(value)} is not understood for "
+                "model_type "
+                f"{cfg.get('model_type')!r}, which is not a family this "
+                "calculator knows, and "
+                "it could change the count"
+            )
+        if key in STRUCTURE_FIELDS:
+            hint = f" (they read {_OTHER_NAMES[key]})" if key in _OTHER_NAMES else ""
+            raise ValueError(
+                f"config field {key}={short(value)} is not read by "
+                f"{family.title} models in "
+                f"transformers{hint}, so the count cannot follow it"
+            )
+
+
+def refuse_global(cfg: dict) -> None:
+    for key, why in (
+        (
+            "quantization_config",
+            "the weights are stored in another format than torch_dtype, "
+            "and this calculator counts bytes at torch_dtype only (remove "
+            "the field to count the "
+            "model unquantised)",
+        ),
+        ("per_layer_config", "layers that differ field by field are not covered"),
+    ):
+        if not _neutral(cfg.get(key)):
+            raise ValueError(f"config field {key} is set: {why}")
+    if cfg.get("is_encoder_decoder") not in (None, False) or cfg.get(
+        "add_cross_attention"
+    ) not in (None, False):
+        raise ValueError(
+            "config field is_encoder_decoder (or add_cross_attention) is "
+            "set: this calculator "
+            "covers decoder-only models"
+        )
+
+
