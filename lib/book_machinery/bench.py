@@ -130,42 +130,9 @@ def main(argv: list[str]) -> int:
 
     jb = str(Path(PY).with_name("jupyter-book"))
     out = scratch / "site"
-    rows.append(
-        (
-            "site build from stored outputs, clean",
-            timed(
-                [
-                    jb,
-                    "build",
-                    "-W",
-                    "-n",
-                    "--keep-going",
-                    "book",
-                    "--path-output",
-                    str(out),
-                ]
-            ),
-            base,
-        )
-    )
-    rows.append(
-        (
-            "site rebuild, nothing changed",
-            timed(
-                [
-                    jb,
-                    "build",
-                    "-W",
-                    "-n",
-                    "--keep-going",
-                    "book",
-                    "--path-output",
-                    str(out),
-                ]
-            ),
-            base,
-        )
-    )
+    build = [jb, "build", "-W", "-n", "--keep-going", "book", "--path-output", str(out)]
+    rows.append(("site build from stored outputs, clean", timed(build), base))
+    rows.append(("site rebuild, nothing changed", timed(build), base))
     if "--quick" not in argv:
         rows.append(("make test", timed(["make", "test"]), book_floor))
     shutil.rmtree(scratch, ignore_errors=True)

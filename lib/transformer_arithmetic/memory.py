@@ -15,7 +15,7 @@ __all__ = [
     "kv_bytes_per_token",
     "kv_cache_bytes",
     "serving_bytes",
-    "longest_conversation",
+    "memory_left", "longest_conversation",
     "conversations_that_fit",
     "score_grid_bytes",
     "summary_state_bytes",
@@ -111,22 +111,20 @@ def serving_bytes(m: ModelShape, tokens: int, conversations: int = 1) -> int:
     return weight_bytes(m) + conversations * kv_cache_bytes(m, tokens)
 
 
-def _free_bytes(m: ModelShape, acc: Accelerator) -> int:
-    """Bytes of ``acc``'s memory left once one copy of the weights is loaded (an error
-    if the weights do not fit)."""
-    free = acc.memory_bytes - weight_bytes(m)
+def memory_left(acc: Accelerator, weights: int) -> int:
+    """Bytes of ``acc``'s memory left once ``weights`` bytes of weights are loaded (an
+    error if they do not fit)."""
+    free = acc.memory_bytes - weights
     if free < 0:
-        raise ValueError(
-            f"the weights ({weight_bytes(m)} bytes) do not fit in "
-            f"{acc.memory_bytes} bytes"
-        )
+        raise ValueError(f"the weights ({weights} bytes) do not fit in "
+                         f"{acc.memory_bytes} bytes")
     return free
 
 
 def longest_conversation(m: ModelShape, acc: Accelerator) -> int:
     """Most tokens one conversation can hold in the cache once the weights are
     loaded."""
-    return _free_bytes(m, acc) // kv_bytes_per_token(m)
+    return memory_left(acc, weight_bytes(m)) // kv_bytes_per_token(m)
 
 
 def conversations_that_fit(m: ModelShape, acc: Accelerator, tokens: int) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from transformer_arithmetic import Accelerator
 from transformer_arithmetic.checks import checked_whole
+from transformer_arithmetic.memory import memory_left
 from transformer_arithmetic.timing import roofline_time
 
 from .model import Model
@@ -97,13 +98,7 @@ def serving_bytes(model: Model, tokens: int, conversations: int = 1) -> int:
 
 
 def _free_bytes(model: Model, acc: Accelerator) -> int:
-    free = acc.memory_bytes - weight_bytes(model)
-    if free < 0:
-        raise ValueError(
-            f"the weights ({weight_bytes(model)} bytes) do not fit in "
-            f"{acc.memory_bytes} bytes"
-        )
-    return free
+    return memory_left(acc, weight_bytes(model))
 
 
 def longest_conversation(model: Model, acc: Accelerator) -> int | None:

@@ -164,28 +164,21 @@ def bars(
             drawn, [fmt.format(v) for v in values], fontsize=fontsize, padding=2
         )
     top = all_values.max()
+    if scale == "log":   # room for the labels: a decade or so above the tallest bar
+        low = 0.5 * all_values[all_values > 0].min()
+        limits = (low, top * (8 if horizontal else 6))
+    else:
+        limits = (0, top * (1.28 if horizontal else 1.18))
     if horizontal:
         ax.set_yticks(pos, categories)
         ax.invert_yaxis()
         ax.set_xscale(scale)
-        ax.set_xlim(
-            *(
-                (0.5 * all_values[all_values > 0].min(), top * 8)
-                if scale == "log"
-                else (0, top * 1.28)
-            )
-        )
+        ax.set_xlim(*limits)
         ax.grid(axis="y", visible=False)
     else:
         ax.set_xticks(pos, categories)
         ax.set_yscale(scale)
-        ax.set_ylim(
-            *(
-                (0.5 * all_values[all_values > 0].min(), top * 6)
-                if scale == "log"
-                else (0, top * 1.18)
-            )
-        )
+        ax.set_ylim(*limits)
         ax.grid(axis="x", visible=False)
 
 
