@@ -31,14 +31,14 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["LIB", "PACKAGES", "Trace", "trace", "bundle"]
+__all__ = ["LIB", "PACKAGES", "GUARD", "Trace", "trace", "bundle", "digest"]
 
 LIB = Path(__file__).resolve().parents[1]
 PACKAGES = ("transformer_calculator", "transformer_arithmetic")
 """The library's packages the page may load (the machinery stays out of the page)."""
 
-_TRACE = r"""
-import contextlib, io, json, sys
+GUARD = r"""
+import sys
 
 ALLOWED = set(sys.stdlib_module_names) | set(PACKAGES)
 
@@ -46,13 +46,20 @@ class PageImports:
     '''The page's Python has the standard library and the library's packages only.'''
 
     def find_spec(self, name, path=None, target=None):
-        top = name.partition(".")[0]
-        if top not in ALLOWED:
+        if name.partition(".")[0] not in ALLOWED:
             raise ImportError(
-                f"{name} is not in the page's Python: the calculator must not import it")
+                f"{name} is not in the page's Python: the calculator must not import it"
+            )
         return None
 
 sys.meta_path.insert(0, PageImports())
+"""
+"""The opening of a script that then imports as the page does: the standard library and
+``PACKAGES`` (which the script defines before it), and nothing else."""
+
+_RUNS = r"""
+import contextlib, io, json
+
 from transformer_arithmetic import EXAMPLE_ACCELERATOR as acc
 from transformer_arithmetic.units import GIB
 from transformer_calculator.cli import main
@@ -97,7 +104,7 @@ def trace() -> Trace:
     """Run the command line on every shipped config in a Python that has only the
     standard library and the library's packages; raise RuntimeError, with the
     traceback's last lines, if the calculator imports anything else."""
-    script = f"PACKAGES = {PACKAGES!r}\n{_TRACE}"
+    script = f"PACKAGES = {PACKAGES!r}\n{GUARD}{_RUNS}"
     with tempfile.TemporaryDirectory() as empty:  # no file shadows a config's name
         run = subprocess.run(
             [sys.executable, "-c", script],

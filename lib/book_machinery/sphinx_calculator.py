@@ -168,8 +168,8 @@ def _check_runtime(app):
     missing = [f for f in RUNTIME_FILES if not (_runtime(app) / f).exists()]
     if missing:
         raise ExtensionError(
-            f"the Pyodide runtime is missing from {_runtime(app)} ({', '.join(missing)}):"
-            " run `make setup`, which fetches it from npm"
+            f"the Pyodide runtime is missing from {_runtime(app)} "
+            f"({', '.join(missing)}): run `make setup`, which fetches it from npm"
         )
 
 

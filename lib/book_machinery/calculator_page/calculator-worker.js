@@ -8,7 +8,7 @@
 //
 // Messages in:  {kind: "start", runtime, bundle}
 //               {kind: "run", id, argv, files: {path: Uint8Array}}
-// Messages out: {kind: "ready", seconds}  or  {kind: "failed", message}
+// Messages out: {kind: "ready", seconds, stages}  or  {kind: "failed", message}
 //               {kind: "result", id, json: {code, out, err}, text: {code, out, err}}
 
 const LIB = "/home/pyodide/lib";
@@ -36,9 +36,12 @@ async function start(runtime, bundle) {
   });
   const { loadPyodide } = await import(new URL("pyodide.mjs", runtime).href);
   const py = await loadPyodide({ indexURL: runtime, packages: [] });
+  const t1 = performance.now();
   py.unpackArchive(await zip, "zip", { extractDir: LIB });
-  py.runPython(PAGE_PY);
-  return { py, run: py.globals.get("run"), seconds: (performance.now() - t0) / 1000 };
+  py.runPython(PAGE_PY);  // imports the calculator
+  const t2 = performance.now();
+  return { py, run: py.globals.get("run"), seconds: (t2 - t0) / 1000,
+           stages: { python: (t1 - t0) / 1000, calculator: (t2 - t1) / 1000 } };
 }
 
 function call(env, argv) {
@@ -54,7 +57,7 @@ self.onmessage = async (event) => {
     started = started || start(msg.runtime, msg.bundle);
     try {
       const env = await started;
-      self.postMessage({ kind: "ready", seconds: env.seconds });
+      self.postMessage({ kind: "ready", seconds: env.seconds, stages: env.stages });
     } catch (err) {
       self.postMessage({ kind: "failed", message: String(err && err.message || err) });
     }

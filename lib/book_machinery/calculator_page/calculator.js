@@ -91,7 +91,7 @@
       const split = item[0].match(/^(\S.*?\S)\s{2,}(\S.*)$/);
       const rest = item.slice(1).flatMap((line) => [el("br"), line]);
       if (split) {
-        return el("li", {}, el("span", { class: "calc-label", text: split[1] }),
+        return el("li", {}, el("span", { class: "calc-label", text: split[1] }), " ",
                   el("span", { class: "calc-value" }, split[2], rest));
       }
       return el("li", { class: "calc-whole" }, item[0], rest);
@@ -298,7 +298,8 @@
     const fileInput = root.querySelector("#calc-file");
     const maxBytes = Number(root.dataset.maxFileBytes);
     const example = JSON.parse(root.querySelector(".calc-example").textContent);
-    const api = (window.bookCalculator = { state: "example", argv: example.argv });
+    // What the form shows, for scripts and tests: state, argv, report, text, error.
+    const api = (window.bookCalculator = { state: "example", argv: example.argv, answers: 0, inFlight: 0 });
     let own = { name: "your-model", bytes: null };
     let shown = null;  // what the results show: {report, text, argv}
     let worker = null, ready = false, wanted = false, seq = 0, latest = 0;
@@ -346,10 +347,12 @@
       const t0 = performance.now();
       const slow = setTimeout(() => id === latest && setState("computing", "Computing…"), 150);
       const reply = new Promise((resolve) => pending.set(id, resolve));
+      api.inFlight = pending.size;
       worker.postMessage({ kind: "run", id, argv, files: model.files });
       reply.then(({ json, text }) => {
         clearTimeout(slow);
         if (id !== latest) return;
+        api.answers += 1;
         if (json.code !== 0) {
           Object.assign(api, { error: json.err.trim(), argv: shownArgv, report: null, text: null });
           results.hidden = true;
@@ -393,6 +396,7 @@
         if (data.kind === "ready") {
           ready = true;
           api.startSeconds = data.seconds;
+          api.startStages = data.stages;  // Python itself, then the calculator's import
           root.dataset.startSeconds = data.seconds.toFixed(2);
           runtimeNote.textContent = `Running in your browser (started in ${data.seconds.toFixed(1)} s).`;
           if (wanted) compute();
@@ -401,6 +405,7 @@
         } else if (data.kind === "result") {
           const resolve = pending.get(data.id);
           pending.delete(data.id);
+          api.inFlight = pending.size;
           if (resolve) resolve(data);
         }
       };
