@@ -15,7 +15,9 @@ calculator's own code, never a copy of its arithmetic:
    packages, and ``calculator_bundle.bundle()`` zips exactly the modules it loaded.
    The zip goes to ``_static/calculator/`` with the form's script, worker and style
    (``calculator_page/``), and the Pyodide runtime (fetched from npm by ``make setup``
-   into ``book/_pyodide/``, pinned in the Makefile) to ``_static/pyodide/``.
+   into ``book/_pyodide/``, pinned and checked in the Makefile, its standard library
+   compiled to bytecode there by ``calculator_page/compile_stdlib.mjs``) to
+   ``_static/pyodide/``.
 2. The form is HTML written at build time (``calculator_page/form.html``): the shipped
    configs, the example accelerator, and the report of the ``example`` config computed
    by that same build, which the page shows at once and which the print edition keeps

@@ -65,12 +65,18 @@ self.onmessage = async (event) => {
   }
   if (msg.kind === "run") {
     const env = await started;
-    for (const [path, bytes] of Object.entries(msg.files || {})) {
-      env.py.FS.mkdirTree(path.slice(0, path.lastIndexOf("/")));
-      env.py.FS.writeFile(path, bytes);
+    let json, text;
+    try {
+      for (const [path, bytes] of Object.entries(msg.files || {})) {
+        env.py.FS.mkdirTree(path.slice(0, path.lastIndexOf("/")));
+        env.py.FS.writeFile(path, bytes);
+      }
+      json = call(env, [...msg.argv, "--json"]);
+      text = json.code === 0 ? call(env, msg.argv) : json;
+    } catch (err) {  // the command line answers every error itself; this is the page's own
+      const line = `error: the page could not run the calculator: ${String(err && err.message || err).split("\n")[0]}`;
+      json = text = { code: 1, out: "", err: line };
     }
-    const json = call(env, [...msg.argv, "--json"]);
-    const text = json.code === 0 ? call(env, msg.argv) : json;
     self.postMessage({ kind: "result", id: msg.id, json, text });
   }
 };

@@ -299,7 +299,8 @@
     const maxBytes = Number(root.dataset.maxFileBytes);
     const example = JSON.parse(root.querySelector(".calc-example").textContent);
     // What the form shows, for scripts and tests: state, argv, report, text, error.
-    const api = (window.bookCalculator = { state: "example", argv: example.argv, answers: 0, inFlight: 0 });
+    const api = (window.bookCalculator = {
+      state: "example", argv: example.argv, answers: 0, inFlight: 0 });
     let own = { name: "your-model", bytes: null };
     let shown = null;  // what the results show: {report, text, argv}
     let worker = null, ready = false, wanted = false, seq = 0, latest = 0;
@@ -434,6 +435,8 @@
     form.addEventListener("change", (e) => {
       if (e.target === fileInput) {
         if (fileInput.files[0]) readFile(fileInput.files[0]);
+      } else if (e.target.id === "calc-source-own" && !textarea.value.trim() && !own.bytes) {
+        textarea.focus();  // nothing to read yet: wait for a paste or a file
       } else if (e.target !== textarea) {
         const id = e.target.dataset && e.target.dataset.selects;
         if (id) form.querySelector(`#${id}`).checked = true;
