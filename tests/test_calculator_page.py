@@ -61,6 +61,17 @@ SHOWN = ", ".join(f".calc-results {part}" for part in (
 SHOWN_TEXT = f"[...document.querySelectorAll({SHOWN!r})].map(e => e.innerText).join(' ')"
 
 
+def screenshot(page, path: Path) -> None:
+    """The form and its report as a reader scrolls through them, without the page's
+    sticky header pasted over them at every screenful."""
+    style = page.add_style_tag(content=".bd-header-article, .bd-header, .skip-link "
+                                       "{ visibility: hidden !important; }")
+    try:
+        page.locator(".calc").screenshot(path=str(path))
+    finally:
+        style.evaluate("e => e.remove()")
+
+
 def cli(*argv: str) -> tuple[int, str, str]:
     """The command line on ``argv``: exit code, standard output, standard error."""
     out, err = io.StringIO(), io.StringIO()
@@ -183,7 +194,7 @@ def tab(browser):
         "seconds_the_worker_took_to_start_python_and_the_calculator": started,
     }, indent=1))
     t.started = started
-    t.page.locator(".calc").screenshot(path=str(ARTIFACTS / "calculator_1280.png"))
+    screenshot(t.page, ARTIFACTS / "calculator_1280.png")
     yield t
     t.close()
 
@@ -298,7 +309,7 @@ def test_it_fits_a_phone(tab):
             .map(e => e.tagName + '.' + e.className)""")
         assert not wide, f"wider than a 390 px screen: {wide[:5]}"
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
-        page.locator(".calc").screenshot(path=str(ARTIFACTS / "calculator_390.png"))
+        screenshot(page, ARTIFACTS / "calculator_390.png")
     finally:
         page.set_viewport_size({"width": 1280, "height": 900})
 
