@@ -5,12 +5,15 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 MATHJAX := book/_mathjax/mathjax/tex-mml-chtml.js
+PYODIDE_VERSION := 314.0.8
+PYODIDE_SHA256 := 9a52704e0ae5b07aaacb8e4fed9f1658e8024694a078695ea45ac79dee4cefcb
+PYODIDE := book/_pyodide/.pyodide-$(PYODIDE_VERSION)
 JB    := $(VENV)/bin/jupyter-book
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 .PHONY: book pdf tools test check execute measure bench lab setup clean
 
-setup: $(STAMP) $(MATHJAX)
+setup: $(STAMP) $(MATHJAX) $(PYODIDE)
 
 # A virtual environment with the pinned set (torch==2.13.0 is the CPU build on this disk).
 # rfc3987-syntax is an optional IRI checker that jsonschema imports eagerly: over two seconds
@@ -28,6 +31,21 @@ $(MATHJAX):
 	npm install --silent --no-audit --no-fund --prefix .cache/mathjax mathjax@3.2.2
 	cp .cache/mathjax/node_modules/mathjax/es5/tex-mml-chtml.js $@
 	cp -r .cache/mathjax/node_modules/mathjax/es5/output/chtml/fonts book/_mathjax/mathjax/output/chtml/
+
+# Pyodide (CPython compiled to WebAssembly) served from the site itself, so the calculator
+# runs in the reader's browser without a network: the npm package, pinned and checked,
+# of which the five files it starts from (book_machinery/sphinx_calculator.py serves them),
+# its standard library compiled to bytecode by that same Pyodide under Node.js, once here
+# rather than in every reader's browser (compile_stdlib.mjs says why).
+$(PYODIDE):
+	rm -rf .cache/pyodide book/_pyodide && mkdir -p .cache/pyodide book/_pyodide
+	npm pack --silent --pack-destination .cache/pyodide pyodide@$(PYODIDE_VERSION) >/dev/null
+	echo "$(PYODIDE_SHA256)  .cache/pyodide/pyodide-$(PYODIDE_VERSION).tgz" | sha256sum --check --quiet
+	tar -xzf .cache/pyodide/pyodide-$(PYODIDE_VERSION).tgz -C book/_pyodide --strip-components=1 \
+	  package/pyodide.mjs package/pyodide.asm.mjs package/pyodide.asm.wasm \
+	  package/python_stdlib.zip package/pyodide-lock.json
+	node lib/book_machinery/calculator_page/compile_stdlib.mjs book/_pyodide
+	touch $@
 
 ## book: build the HTML site into book/_build/html
 book: setup
@@ -83,4 +101,4 @@ lab: $(STAMP)
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) book/chapters
 
 clean:
-	rm -rf book/_build .cache book/_mathjax
+	rm -rf book/_build .cache book/_mathjax book/_pyodide

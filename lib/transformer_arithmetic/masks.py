@@ -3,13 +3,20 @@ are.
 
 A mask is a boolean grid: row i is the position doing the looking, column j the
 position looked at; True means the pair is allowed. Positions are 0-based here.
+
+The pair counts are plain integer arithmetic; only the grids need numpy, which is
+imported where a grid is built, so the calculator (which counts pairs) runs where numpy
+is not installed: in the reader's browser, under Pyodide.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .checks import checked_whole
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "causal_mask",
@@ -26,6 +33,8 @@ __all__ = [
 
 def causal_mask(n: int) -> np.ndarray:
     """An n-by-n grid allowing each position itself and every earlier position."""
+    import numpy as np
+
     n = checked_whole("n", n)
     return np.tri(n, dtype=bool)
 
@@ -33,6 +42,8 @@ def causal_mask(n: int) -> np.ndarray:
 def window_mask(n: int, window: int) -> np.ndarray:
     """The causal grid cut to a band: each position sees itself and ``window - 1``
     before it."""
+    import numpy as np
+
     w = checked_whole("window", window, minimum=1)
     n = checked_whole("n", n)
     rows, cols = np.indices((n, n))
@@ -80,10 +91,12 @@ def window_reach(window: int, layers: int) -> int:
 
 
 def apply_mask(
-    scores: np.ndarray, mask: np.ndarray, fill: float = -np.inf
+    scores: np.ndarray, mask: np.ndarray, fill: float = float("-inf")
 ) -> np.ndarray:
     """The scores with every blocked pair replaced by ``fill`` (minus infinity by
     default)."""
+    import numpy as np
+
     scores = np.asarray(scores, dtype=float)
     if scores.shape[-2:] != mask.shape:  # leading batch and head dimensions broadcast
         raise ValueError(

@@ -1,0 +1,491 @@
+// The calculator's form on the page "Do the arithmetic for your own model".
+//
+// The form builds a command line (`report CONFIG --accelerator ...`), a worker runs it
+// through the library's own calculator under Pyodide (calculator-worker.js), and this
+// script lays out what the command line printed: its text report as tables, and two
+// pictures drawn from its --json numbers. No number is computed here; the pictures'
+// scales and ticks are the only arithmetic, and they are drawing.
+//
+// The report the build computed for the example config is shown at once, and is what
+// the print edition keeps. The runtime is fetched only when the form comes into view
+// (or is used), from the site itself: nothing leaves the site.
+(function () {
+  "use strict";
+
+  const SCRIPT = document.currentScript && document.currentScript.src;
+  const SVG = "http://www.w3.org/2000/svg";
+  const INPUT = "/home/pyodide/input";
+  const US = "en-US";
+
+  function el(tag, attrs, ...children) {
+    const svg = ["svg", "g", "rect", "line", "text", "title", "path"].includes(tag);
+    const node = svg ? document.createElementNS(SVG, tag) : document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === "text") node.textContent = v;
+      else node.setAttribute(k, v === true ? "" : String(v));
+    }
+    for (const child of children.flat()) {
+      if (child !== null && child !== undefined) {
+        node.append(typeof child === "string" ? document.createTextNode(child) : child);
+      }
+    }
+    return node;
+  }
+
+  // ---------------------------------------------------------------- the command line
+
+  function shellWord(word) {
+    return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+  }
+
+  function fieldValue(field, form) {
+    if (field.dataset.join) {
+      return field.dataset.join.split(/\s+/)
+        .map((id) => form.querySelector(`#${id}`).value.trim()).join(",");
+    }
+    return field.value.trim();
+  }
+
+  // Every enabled field with data-flag adds "FLAG VALUE" (a radio only when checked).
+  function flagArguments(form) {
+    const args = [];
+    for (const field of form.querySelectorAll("[data-flag]")) {
+      if (field.disabled || (field.type === "radio" && !field.checked)) continue;
+      const value = fieldValue(field, form);
+      if (value !== "") args.push(field.dataset.flag, value);
+    }
+    return args;
+  }
+
+  // ---------------------------------------------------------------- reading the report
+
+  const DASHES = /^\s*-+(\s+-+)*\s*$/;
+
+  // The text report is blocks of lines with a blank line between them: a table is a
+  // title, a header and a row of dashes whose runs give each column's exact span.
+  function parseReport(text) {
+    const blocks = text.replace(/\s+$/, "").split(/\n[ \t]*\n/).map((b) => b.split("\n"));
+    return blocks.map((lines) => {
+      if (lines.length >= 3 && DASHES.test(lines[2])) {
+        const spans = [...lines[2].matchAll(/-+/g)].map((m) => [m.index, m.index + m[0].length]);
+        const cells = (line) => spans.map(([a, b]) => line.slice(a, b).trim());
+        return { kind: "table", title: lines[0].trim(), header: cells(lines[1]),
+                 rows: lines.slice(3).map(cells) };
+      }
+      if (lines.length >= 2 && lines.slice(1).every((l) => /^\s+- /.test(l))) {
+        return { kind: "list", title: lines[0].trim(),
+                 items: lines.slice(1).map((l) => l.replace(/^\s+- /, "")) };
+      }
+      const items = [];
+      for (const line of lines) {
+        if (/^\s/.test(line) && items.length) items[items.length - 1].push(line.trim());
+        else items.push([line.trim()]);
+      }
+      return { kind: "lines", items };
+    });
+  }
+
+  function renderLines(block) {
+    return el("ul", { class: "calc-lines" }, block.items.map((item) => {
+      const split = item[0].match(/^(\S.*?\S)\s{2,}(\S.*)$/);
+      const rest = item.slice(1).flatMap((line) => [el("br"), line]);
+      if (split) {
+        return el("li", {}, el("span", { class: "calc-label", text: split[1] }), " ",
+                  el("span", { class: "calc-value" }, split[2], rest));
+      }
+      return el("li", { class: "calc-whole" }, item[0], rest);
+    }));
+  }
+
+  let tableCount = 0;
+
+  // The title stays outside the scrolled box, so a narrow screen scrolls the numbers only.
+  function renderTable(block) {
+    const id = `calc-table-${++tableCount}`;
+    const table = el("table", { class: "calc-table", "aria-labelledby": id },
+      el("thead", {}, el("tr", {}, block.header.map((h) => el("th", { scope: "col", text: h })))),
+      el("tbody", {}, block.rows.map((row) => el("tr", {}, row.map((cell, i) =>
+        el(i === 0 ? "th" : "td", i === 0 ? { scope: "row", text: cell } : { text: cell }))))));
+    return el("div", { class: "calc-table-block" },
+      el("p", { class: "calc-table-title", id, text: block.title }),
+      el("div", { class: "calc-scroll", tabindex: 0, role: "region", "aria-labelledby": id }, table));
+  }
+
+  function renderList(block) {
+    return el("div", { class: "calc-assumptions" },
+      el("p", { class: "calc-list-title", text: block.title }),
+      el("ul", {}, block.items.map((t) => el("li", { text: t }))));
+  }
+
+  // ---------------------------------------------------------------- the pictures
+
+  const UNITS = {
+    bytes: [[2 ** 40, "TiB"], [2 ** 30, "GiB"], [2 ** 20, "MiB"], [2 ** 10, "KiB"], [1, "B"]],
+    seconds: [[1, "s"], [1e-3, "ms"], [1e-6, "µs"]],
+    count: [[1, ""]],
+  };
+
+  function unitFor(kind, max) {
+    const units = UNITS[kind];
+    return units.find(([scale]) => max >= scale) || units[units.length - 1];
+  }
+
+  function niceTicks(max, count) {
+    if (!(max > 0)) return { top: 1, values: [0, 1] };
+    const raw = max / count;
+    const mag = 10 ** Math.floor(Math.log10(raw));
+    const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw);
+    const top = Math.ceil(max / step - 1e-9) * step;
+    const values = [];
+    for (let i = 0; i * step <= top * (1 + 1e-9); i++) values.push(i * step);
+    return { top, values };
+  }
+
+  function tickText(value) {
+    return Number(value.toPrecision(4)).toLocaleString(US, { maximumFractionDigits: 3 });
+  }
+
+  // Bars over named categories, each a stack of segments; an optional reference line.
+  function barChart({ width, categories, stacks, kind, yTitle, xTitle, line, label }) {
+    const height = 230, left = 58, right = 12, top = 26, bottom = 44;
+    const data = Math.max(...stacks.map((s) => s.reduce((a, seg) => a + seg.value, 0)));
+    const lineShown = line && line.value <= 4 * Math.max(data, 1e-300);
+    const [scale, unit] = unitFor(kind, Math.max(data, lineShown ? line.value : 0));
+    const { top: yTop, values } = niceTicks(Math.max(data, lineShown ? line.value : 0) / scale, 4);
+    const plotW = width - left - right, plotH = height - top - bottom;
+    const y = (v) => top + plotH - (v / scale / yTop) * plotH;
+    const band = plotW / categories.length, barW = Math.min(band * 0.62, 56);
+    const svg = el("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img",
+                            "aria-label": label, class: "calc-svg" });
+    svg.append(el("text", { x: 4, y: 13, class: "calc-axis-title",
+                            text: unit ? `${yTitle} (${unit})` : yTitle }));
+    for (const v of values) {
+      svg.append(el("line", { x1: left, x2: width - right, y1: y(v * scale), y2: y(v * scale),
+                              class: v === 0 ? "calc-axis" : "calc-grid" }));
+      svg.append(el("text", { x: left - 6, y: y(v * scale) + 4, class: "calc-tick",
+                              "text-anchor": "end", text: tickText(v) }));
+    }
+    categories.forEach((name, i) => {
+      const x = left + band * i + (band - barW) / 2;
+      let base = 0;
+      for (const seg of stacks[i]) {
+        const h = y(base) - y(base + seg.value);
+        svg.append(el("rect", { x, y: y(base + seg.value), width: barW, height: Math.max(h, 0),
+                                class: `calc-bar ${seg.class}` }, el("title", { text: seg.title })));
+        base += seg.value;
+      }
+      svg.append(el("text", { x: x + barW / 2, y: top + plotH + 16, class: "calc-tick",
+                              "text-anchor": "middle", text: name }));
+    });
+    svg.append(el("text", { x: left + plotW / 2, y: height - 6, class: "calc-axis-title",
+                            "text-anchor": "middle", text: xTitle }));
+    if (lineShown) {
+      svg.append(el("line", { x1: left, x2: width - right, y1: y(line.value), y2: y(line.value),
+                              class: "calc-limit" }));
+      svg.append(el("text", { x: left + 4, y: y(line.value) - 5, class: "calc-limit-text",
+                              text: line.text }));
+    }
+    return { svg, lineShown };
+  }
+
+  function legend(entries) {
+    return el("ul", { class: "calc-legend" }, entries.map(([cls, text]) =>
+      el("li", {}, el("span", { class: `calc-swatch ${cls}`, "aria-hidden": "true" }), text)));
+  }
+
+  function integer(n) { return n.toLocaleString(US); }
+
+  function memoryFigure(report, width) {
+    const rows = report.lengths;
+    const chip = report.accelerator.memory_bytes;
+    const { svg, lineShown } = barChart({
+      width,
+      categories: rows.map((r) => integer(r.tokens)),
+      stacks: rows.map((r) => [
+        { value: report.weight_bytes, class: "calc-weights", title: "the weights" },
+        { value: r.cache_bytes, class: "calc-cache",
+          title: `one conversation's cache at ${integer(r.tokens)} tokens` }]),
+      kind: "bytes", yTitle: "memory", xTitle: "tokens in the conversation",
+      line: { value: chip, text: "memory of the chip" },
+      label: `Bars of the weights and one conversation's cache at ${rows.length} lengths, `
+        + `${integer(rows[0].tokens)} to ${integer(rows[rows.length - 1].tokens)} tokens, `
+        + "against the memory of the chip; the table below gives the numbers.",
+    });
+    const entries = [["calc-weights", "the weights"],
+                     ["calc-cache", "one conversation's cache"]];
+    entries.push(lineShown ? ["calc-limit-swatch", "memory of the chip"]
+                           : ["calc-limit-swatch", "memory of the chip: far above these bars"]);
+    return el("figure", { class: "calc-figure" }, svg, legend(entries),
+      el("figcaption", { text: "What one conversation needs in memory at each length the "
+        + "report gives: the weights, shared by every conversation, and that conversation's "
+        + "cache." }));
+  }
+
+  function batchFigure(report, width) {
+    const rows = report.throughput;
+    const wide = width >= 620;
+    const w = wide ? Math.floor((width - 16) / 2) : width;
+    const cls = (r) => `calc-${r.limited_by === "arithmetic" ? "arithmetic" : "reading"}`
+      + (r.fits ? "" : " calc-nofit");
+    const cats = rows.map((r) => integer(r.batch));
+    const tokens = barChart({
+      width: w, categories: cats, kind: "count",
+      stacks: rows.map((r) => [{ value: r.tokens_per_s, class: cls(r),
+        title: `batch ${integer(r.batch)}: limited by ${r.limited_by}` }]),
+      yTitle: "tokens a second, the whole machine", xTitle: "conversations in the batch",
+      label: "Bars of the tokens the machine writes a second at each batch; "
+        + "the table below gives the numbers.",
+    }).svg;
+    const wait = barChart({
+      width: w, categories: cats, kind: "seconds",
+      stacks: rows.map((r) => [{ value: r.wait_seconds, class: cls(r),
+        title: `batch ${integer(r.batch)}: limited by ${r.limited_by}` }]),
+      yTitle: "each conversation's wait per token", xTitle: "conversations in the batch",
+      label: "Bars of the time each conversation waits for its next token at each batch; "
+        + "the table below gives the numbers.",
+    }).svg;
+    const kinds = new Set(rows.map((r) => r.limited_by));
+    const entries = [];
+    if (kinds.has("reading")) entries.push(["calc-reading", "limited by reading memory"]);
+    if (kinds.has("arithmetic")) entries.push(["calc-arithmetic", "limited by arithmetic"]);
+    if (rows.some((r) => !r.fits)) entries.push(["calc-reading calc-nofit", "more than fit in memory"]);
+    return el("figure", { class: "calc-figure" },
+      el("div", { class: wide ? "calc-pair" : "calc-stack" }, tokens, wait), legend(entries),
+      el("figcaption", { text: `Many conversations at once, each with ${integer(report.batch_context)} `
+        + "tokens of context: a larger batch writes more tokens a second in all, and each "
+        + "conversation waits longer for each of its own." }));
+  }
+
+  // ---------------------------------------------------------------- the whole report
+
+  function sameColumn(block, values) {
+    return block.kind === "table" && block.rows.length === values.length
+      && block.rows.every((row, i) => row[0] === integer(values[i]));
+  }
+
+  function renderReport(results, report, text, argv) {
+    const width = Math.max(280, Math.floor(results.clientWidth || 640));
+    const blocks = parseReport(text);
+    const pictures = [
+      [report.lengths.map((r) => r.tokens), () => memoryFigure(report, width)],
+      [report.throughput.map((r) => r.batch), () => batchFigure(report, width)],
+    ];
+    const parts = [el("p", { class: "calc-command" }, "The same on the command line: ",
+      el("code", { text: ["python", "-m", "transformer_calculator", ...argv].map(shellWord).join(" ") }))];
+    for (const block of blocks) {
+      const picture = pictures.find(([values]) => sameColumn(block, values));
+      if (picture) {
+        parts.push(picture[1]());
+        pictures.splice(pictures.indexOf(picture), 1);
+      }
+      if (block.kind === "table") parts.push(renderTable(block));
+      else if (block.kind === "list") parts.push(renderList(block));
+      else parts.push(renderLines(block));
+    }
+    for (const [, draw] of pictures) parts.push(draw());
+    results.replaceChildren(...parts);
+  }
+
+  // ---------------------------------------------------------------- the form
+
+  function init(root) {
+    const form = root.querySelector(".calc-form");
+    const status = root.querySelector(".calc-status");
+    const results = root.querySelector(".calc-results");
+    const runtimeNote = root.querySelector(".calc-runtime");
+    const textarea = root.querySelector("#calc-json");
+    const fileInput = root.querySelector("#calc-file");
+    const maxBytes = Number(root.dataset.maxFileBytes);
+    const example = JSON.parse(root.querySelector(".calc-example").textContent);
+    // What the form shows, for scripts and tests: state, argv, report, text, error.
+    const api = (window.bookCalculator = {
+      state: "example", argv: example.argv, answers: 0, inFlight: 0 });
+    let own = { name: "your-model", bytes: null };
+    let shown = null;  // what the results show: {report, text, argv}
+    let worker = null, ready = false, wanted = false, seq = 0, latest = 0;
+    const pending = new Map();  // replies awaited from the worker, by request id
+
+    function setState(state, message, isError) {
+      api.state = state;
+      root.dataset.state = state;
+      status.classList.toggle("calc-status--error", Boolean(isError));
+      status.textContent = message;
+    }
+
+    function display(report, text, argv, source) {
+      shown = { report, text, argv };
+      Object.assign(api, { report, text, argv, error: null, source });
+      results.hidden = false;
+      renderReport(results, report, text, argv);
+    }
+
+    function subject(report) {
+      return `${report.model.name} on ${report.accelerator.name}`;
+    }
+
+    // The model's argument and the file the worker writes for it, if it is the reader's.
+    function modelArgument() {
+      if (form.querySelector("#calc-source-shipped").checked) {
+        return { arg: form.querySelector("#calc-config").value, shown: null, files: {} };
+      }
+      const bytes = own.bytes || new TextEncoder().encode(textarea.value);
+      const file = own.name === "your-model" ? "your-model/config.json" : `${own.name}.json`;
+      return { arg: `${INPUT}/${file}`, shown: file, files: { [`${INPUT}/${file}`]: bytes } };
+    }
+
+    function compute() {
+      if (root.dataset.live !== "yes" || api.state === "unavailable") return;
+      if (!ready) {
+        wanted = true;
+        start();
+        return;
+      }
+      const model = modelArgument();
+      const argv = ["report", model.arg, ...flagArguments(form)];
+      const shownArgv = model.shown ? ["report", model.shown, ...argv.slice(2)] : argv;
+      const id = (latest = ++seq);
+      const t0 = performance.now();
+      const slow = setTimeout(() => id === latest && setState("computing", "Computing…"), 150);
+      const reply = new Promise((resolve) => pending.set(id, resolve));
+      api.inFlight = pending.size;
+      worker.postMessage({ kind: "run", id, argv, files: model.files });
+      reply.then(({ json, text }) => {
+        clearTimeout(slow);
+        if (id !== latest) return;
+        api.answers += 1;
+        if (json.code !== 0) {
+          Object.assign(api, { error: json.err.trim(), argv: shownArgv, report: null, text: null });
+          results.hidden = true;
+          setState("error", json.err.trim() || `the calculator stopped with exit code ${json.code}`, true);
+          return;
+        }
+        const report = JSON.parse(json.out);
+        display(report, text.out, shownArgv, "browser");
+        const ms = Math.max(1, Math.round(performance.now() - t0));
+        setState("computed", `Computed in your browser in ${ms} ms: ${subject(report)}.`);
+      });
+    }
+
+    function unavailable(message) {
+      form.querySelectorAll("fieldset, button").forEach((f) => { f.disabled = true; });
+      runtimeNote.textContent = "";
+      setState("unavailable", message, true);
+    }
+
+    function start() {
+      if (worker) return;
+      if (typeof WebAssembly !== "object" || typeof WebAssembly.instantiate !== "function"
+          || typeof Worker !== "function") {
+        unavailable("This browser has WebAssembly (or web workers) turned off, so the "
+          + "calculator cannot run in this page. The report shown is the example computed "
+          + "when the book was built; the command line gives the same report for any "
+          + "model: python -m transformer_calculator report config.json");
+        return;
+      }
+      if (location.protocol === "file:") {
+        unavailable("This page was opened as a file, and browsers do not start the "
+          + "calculator's runtime in pages opened from file://. Serve the book's folder "
+          + "over http, for example with python -m http.server --directory book/_build/html, "
+          + "and open this page there. The report shown is the example computed when the "
+          + "book was built.");
+        return;
+      }
+      runtimeNote.textContent = "Starting the calculator in your browser…";
+      worker = new Worker(new URL("calculator-worker.js", SCRIPT), { type: "module" });
+      worker.onmessage = ({ data }) => {
+        if (data.kind === "ready") {
+          ready = true;
+          api.startSeconds = data.seconds;
+          api.startStages = data.stages;  // Python itself, then the calculator's import
+          root.dataset.startSeconds = data.seconds.toFixed(2);
+          runtimeNote.textContent = `Running in your browser (started in ${data.seconds.toFixed(1)} s).`;
+          if (wanted) compute();
+        } else if (data.kind === "failed") {
+          unavailable(`The calculator could not start in this browser: ${data.message}`);
+        } else if (data.kind === "result") {
+          const resolve = pending.get(data.id);
+          pending.delete(data.id);
+          api.inFlight = pending.size;
+          if (resolve) resolve(data);
+        }
+      };
+      worker.onerror = (event) => unavailable(
+        `The calculator could not start in this browser: ${event.message || "the worker failed"}`);
+      worker.postMessage({ kind: "start", runtime: new URL("../pyodide/", SCRIPT).href,
+                           bundle: new URL(root.dataset.bundle, SCRIPT).href });
+    }
+
+    async function readFile(file) {
+      const name = file.name.replace(/\.json$/i, "").replace(/[^\w.-]+/g, "-") || "your-model";
+      const bytes = new Uint8Array(await file.slice(0, maxBytes + 1).arrayBuffer());
+      own = { name: name === "config" ? "your-model" : name, bytes };
+      textarea.value = file.size <= maxBytes
+        ? new TextDecoder("utf-8").decode(bytes) : "";
+      form.querySelector("#calc-source-own").checked = true;
+      compute();
+    }
+
+    // A field that belongs to a choice selects it when the reader uses it.
+    form.addEventListener("input", (e) => {
+      const id = e.target.dataset && e.target.dataset.selects;
+      if (id) form.querySelector(`#${id}`).checked = true;
+      if (e.target === textarea) own.bytes = null;
+    });
+    form.addEventListener("change", (e) => {
+      if (e.target === fileInput) {
+        if (fileInput.files[0]) readFile(fileInput.files[0]);
+      } else if (e.target.id === "calc-source-own" && !textarea.value.trim() && !own.bytes) {
+        textarea.focus();  // nothing to read yet: wait for a paste or a file
+      } else if (e.target !== textarea) {
+        const id = e.target.dataset && e.target.dataset.selects;
+        if (id) form.querySelector(`#${id}`).checked = true;
+        compute();
+      }
+    });
+    form.addEventListener("submit", (e) => { e.preventDefault(); compute(); });
+    for (const type of ["dragenter", "dragover"]) {
+      textarea.addEventListener(type, (e) => { e.preventDefault(); textarea.classList.add("calc-drop"); });
+    }
+    textarea.addEventListener("dragleave", () => textarea.classList.remove("calc-drop"));
+    textarea.addEventListener("drop", (e) => {
+      e.preventDefault();
+      textarea.classList.remove("calc-drop");
+      const file = e.dataTransfer && e.dataTransfer.files[0];
+      if (file) readFile(file);
+    });
+
+    // The example the build computed, shown at once (and kept in print).
+    const report = JSON.parse(example.json.out);
+    display(report, example.text.out, example.argv, "build");
+    setState("example", `Shown: the report computed when the book was built, ${subject(report)}.`);
+
+    // Redraw the pictures when the column's width changes (a phone turned, a window resized).
+    let lastWidth = results.clientWidth;
+    new ResizeObserver(() => {
+      if (shown && Math.abs(results.clientWidth - lastWidth) > 8 && !results.hidden) {
+        lastWidth = results.clientWidth;
+        renderReport(results, shown.report, shown.text, shown.argv);
+      }
+    }).observe(results);
+
+    if (root.dataset.live !== "yes") return;  // the print edition: the example only
+    // Fetch the runtime when the form comes near the screen, or is used; then compute
+    // what the form says, so every number shown from then on is the browser's.
+    const near = new IntersectionObserver((entries) => {
+      if (entries.some((e) => e.isIntersecting)) {
+        near.disconnect();
+        wanted = true;
+        start();
+      }
+    }, { rootMargin: "600px 0px" });
+    near.observe(root);
+    form.addEventListener("focusin", () => { wanted = true; start(); }, { once: true });
+  }
+
+  function boot() {
+    document.querySelectorAll(".calc").forEach(init);
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", boot);
+  else boot();
+})();

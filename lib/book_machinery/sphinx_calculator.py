@@ -1,0 +1,223 @@
+"""Sphinx glue for the calculator in the page: the ``calculator`` directive.
+
+A page says
+
+    ```{calculator}
+    :example: llama-3-8b
+    ```
+
+and gets a form that runs the library's command-line calculator in the reader's
+browser, offline, under Pyodide (CPython compiled to WebAssembly). The page loads the
+calculator's own code, never a copy of its arithmetic:
+
+1. When the book is built, ``calculator_bundle.trace()`` runs the command line on every
+   shipped config in a Python that has only the standard library and the library's
+   packages, and ``calculator_bundle.bundle()`` zips exactly the modules it loaded.
+   The zip goes to ``_static/calculator/`` with the form's script, worker and style
+   (``calculator_page/``), and the Pyodide runtime (fetched from npm by ``make setup``
+   into ``book/_pyodide/``, pinned and checked in the Makefile, its standard library
+   compiled to bytecode there by ``calculator_page/compile_stdlib.mjs``) to
+   ``_static/pyodide/``.
+2. The form is HTML written at build time (``calculator_page/form.html``): the shipped
+   configs, the example accelerator, and the report of the ``example`` config computed
+   by that same build, which the page shows at once and which the print edition keeps
+   in place of the form. The script and style are added to the pages that hold the
+   form and to no other; the runtime itself is fetched by the page's script only when
+   the form comes into view.
+3. The single-page build (the PDF) gets the form's example report and no runtime.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import json
+import shutil
+from pathlib import Path
+from string import Template
+
+from docutils import nodes
+from docutils.parsers.rst import directives
+from sphinx.errors import ExtensionError
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+
+from . import calculator_bundle
+
+logger = logging.getLogger(__name__)
+
+ASSETS = Path(__file__).with_name("calculator_page")
+SCRIPTS = ("calculator.js", "calculator-worker.js", "calculator.css")
+RUNTIME_FILES = (
+    "pyodide.mjs",
+    "pyodide.asm.mjs",
+    "pyodide.asm.wasm",
+    "python_stdlib.zip",
+    "pyodide-lock.json",
+)
+"""What Pyodide fetches to start CPython with its standard library (no packages)."""
+BUNDLE = "calculator.zip"
+
+
+class calculator_form(nodes.General, nodes.Element):
+    """Where the calculator's form goes; ``example`` names the shipped config shown."""
+
+
+class CalculatorDirective(SphinxDirective):
+    """``{calculator}``: the command-line calculator as a form running in the page."""
+
+    has_content = False
+    option_spec = {"example": directives.unchanged_required}
+
+    def run(self):
+        example = self.options.get("example", "llama-3-8b").strip()
+        configs = _trace().configs
+        if example not in configs:
+            raise self.error(
+                f"calculator: no shipped config called {example!r}; the shipped ones "
+                f"are {', '.join(configs)}"
+            )
+        return [calculator_form(example=example)]
+
+
+@functools.cache
+def _trace() -> calculator_bundle.Trace:
+    try:
+        return calculator_bundle.trace()
+    except RuntimeError as err:
+        raise ExtensionError(str(err)) from None
+
+
+@functools.cache
+def _bundle() -> tuple[bytes, list[str]]:
+    return calculator_bundle.bundle(_trace().modules)
+
+
+def _script_json(value: object) -> str:
+    """JSON safe inside a ``<script>`` element."""
+    return json.dumps(value).replace("</", "<\\/")
+
+
+def _form_html(example: str, live: bool) -> str:
+    found = _trace()
+    options = "\n".join(
+        f'<option value="{html.escape(name)}"'
+        + (" selected" if name == example else "")
+        + f">{html.escape(name)}</option>"
+        for name in found.configs
+    )
+    flops, rate, gib = found.example_chip["numbers"]
+    runs = found.runs[example]
+    shown = {
+        "argv": ["report", example, "--accelerator", "example"],
+        "source": "build",
+        "json": runs["json"],
+        "text": runs["text"],
+    }
+    template = Template((ASSETS / "form.html").read_text())
+    return template.substitute(
+        live="yes" if live else "no",
+        bundle=f"{BUNDLE}?v={calculator_bundle.digest(_bundle()[0])}",
+        max_file_bytes=found.max_file_bytes,
+        options=options,
+        example_chip=html.escape(found.example_chip["text"].removeprefix("the ")),
+        flops=html.escape(flops),
+        rate=html.escape(rate),
+        gib=html.escape(gib),
+        example=_script_json(shown),
+    )
+
+
+def _visit_html(self, node):
+    self.body.append(_form_html(node["example"], live=self.builder.name == "html"))
+    raise nodes.SkipNode
+
+
+def _visit_other(self, node):
+    raise nodes.SkipNode
+
+
+def _note_page(app, doctree):
+    if any(doctree.findall(calculator_form)):
+        app.env.calculator_docs = getattr(app.env, "calculator_docs", set()) | {
+            app.env.docname
+        }
+
+
+def _purge(app, env, docname):
+    getattr(env, "calculator_docs", set()).discard(docname)
+
+
+def _merge(app, env, docnames, other):
+    env.calculator_docs = getattr(env, "calculator_docs", set()) | (
+        getattr(other, "calculator_docs", set()) & set(docnames)
+    )
+
+
+def _page_assets(app, pagename, templatename, context, doctree):
+    if doctree is not None and any(doctree.findall(calculator_form)):
+        app.add_js_file("calculator/calculator.js", defer="defer")
+        app.add_css_file("calculator/calculator.css")
+
+
+def _runtime(app) -> Path:
+    return Path(app.srcdir) / app.config.calculator_runtime
+
+
+def _check_runtime(app):
+    if app.builder.name != "html":
+        return
+    missing = [f for f in RUNTIME_FILES if not (_runtime(app) / f).exists()]
+    if missing:
+        raise ExtensionError(
+            f"the Pyodide runtime is missing from {_runtime(app)} "
+            f"({', '.join(missing)}): run `make setup`, which fetches it from npm"
+        )
+
+
+def _copy(source: Path, target: Path) -> None:
+    if target.exists() and target.stat().st_size == source.stat().st_size and (
+        target.stat().st_mtime >= source.stat().st_mtime
+    ):
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+
+
+def _write_assets(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    if not getattr(app.env, "calculator_docs", set()):
+        return
+    static = Path(app.outdir) / "_static"
+    for name in SCRIPTS:
+        _copy(ASSETS / name, static / "calculator" / name)
+    if app.builder.name != "html":  # the print edition runs nothing
+        return
+    data, names = _bundle()
+    (static / "calculator" / BUNDLE).write_bytes(data)
+    for name in RUNTIME_FILES:
+        _copy(_runtime(app) / name, static / "pyodide" / name)
+    logger.info(
+        f"calculator: {len(names)} files of the library ({len(data):,} bytes zipped) "
+        f"and the Pyodide runtime in {static}"
+    )
+
+
+def setup(app):
+    app.add_config_value("calculator_runtime", "_pyodide", "html")
+    app.add_node(
+        calculator_form,
+        html=(_visit_html, None),
+        singlehtml=(_visit_html, None),
+        latex=(_visit_other, None),
+        text=(_visit_other, None),
+    )
+    app.add_directive("calculator", CalculatorDirective)
+    app.connect("builder-inited", _check_runtime)
+    app.connect("doctree-read", _note_page)
+    app.connect("env-purge-doc", _purge)
+    app.connect("env-merge-info", _merge)
+    app.connect("html-page-context", _page_assets)
+    app.connect("build-finished", _write_assets)
+    return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}

@@ -1,0 +1,82 @@
+"""What the page's calculator loads: the command line's own modules, without numpy.
+
+``book_machinery.calculator_bundle`` traces the command line in a Python that has only
+the standard library and the library's packages, and zips what it loaded; the page runs
+that zip under Pyodide (tests/test_calculator_page.py runs it in the browser). Checked
+here, quickly, for ``make check``:
+
+- the calculator imports nothing outside the standard library: importing numpy (or any
+  other installed package) fails in the traced Python, yet every shipped config gives a
+  report, exactly the one the command line prints in this process;
+- the trace is not fooled: a module that imports numpy makes it fail, naming numpy;
+- the zip holds exactly the traced modules' sources and the shipped configs, byte for
+  byte, and is the same on every build;
+- the page's colours are the book's palette.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from book_machinery import calculator_bundle
+from book_machinery.calculator_bundle import LIB, bundle, trace
+from book_machinery.figures import PALETTE
+from transformer_calculator.cli import main as command_line
+from transformer_calculator.config import example_configs
+
+CSS = LIB / "book_machinery" / "calculator_page" / "calculator.css"
+
+
+@pytest.fixture(scope="module")
+def traced():
+    return trace()
+
+
+def test_the_calculator_runs_on_the_standard_library_alone(traced):
+    assert "transformer_calculator.cli" in traced.modules
+    assert not [m for m in traced.modules if m.startswith("book_machinery")]
+    assert traced.configs == [p.stem for p in example_configs()]
+    for name in traced.configs:
+        for kind, extra in (("json", ["--json"]), ("text", [])):
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                assert command_line(["report", name, *extra]) == 0
+            run = traced.runs[name][kind]
+            assert (run["code"], run["out"], run["err"]) == (0, out.getvalue(), ""), name
+
+
+def test_numpy_is_not_in_the_traced_python():
+    """The same guard the trace runs under refuses numpy, as the page's Python would."""
+    script = f"PACKAGES = {calculator_bundle.PACKAGES!r}\n{calculator_bundle.GUARD}"
+    run = subprocess.run([sys.executable, "-c", script + "import numpy\n"],
+                         capture_output=True, text=True)
+    assert run.returncode == 1
+    assert "numpy is not in the page's Python" in run.stderr
+
+
+def test_the_zip_holds_what_the_command_line_loaded(traced):
+    data, names = bundle(traced.modules)
+    assert bundle(traced.modules)[0] == data       # the same bytes on every build
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        assert zf.namelist() == names
+        for name in names:
+            assert zf.read(name) == (LIB / name).read_bytes(), name
+    sources = sorted(Path(f).relative_to(LIB).as_posix() for f in traced.modules.values())
+    configs = sorted(p.relative_to(LIB).as_posix() for p in example_configs())
+    assert names == sorted(sources + configs)
+    assert "transformer_arithmetic/masks.py" in names     # pair counts, without numpy
+    assert "transformer_arithmetic/sampling.py" not in names   # taught, not counted
+
+
+def test_the_pages_colours_are_the_books_palette():
+    css = CSS.read_text()
+    for concept in ("weights", "cache", "reading", "arithmetic"):
+        found = re.search(rf"--calc-{concept}:\s*(#[0-9A-Fa-f]{{6}})", css)
+        assert found and found[1].upper() == PALETTE[concept].upper(), concept

@@ -1,0 +1,337 @@
+"""The calculator in the page, in the real browser, with no network.
+
+The appendix page "Do the arithmetic for your own model" is built into a small book of
+its own (the page, the glossary and the bibliography, with the site's extensions and
+the Pyodide runtime the Makefile fetched), served over loopback HTTP and opened in
+Debian's Chromium driven by Playwright, every outside address unresolvable. The page
+runs the library's calculator under Pyodide; its numbers are compared with the command
+line's, run here in this process (``transformer_calculator.cli.main``, what
+``python -m transformer_calculator`` runs):
+
+- every shipped config: the page's report (its ``--json`` numbers) equals the command
+  line's, and every word and number of the command line's text report appears in the
+  page's tables and lists, in order, and nothing else does;
+- llama-3-8b: 8,030,261,248 parameters and its cache bytes, as the issue states them;
+- a broken JSON pasted into the form gives the command line's own one-line error;
+- another chip changes the times, to the command line's times for that chip;
+- the keyboard alone can use the form, every control has a label, the results are
+  announced (a live region), and at 390 px nothing is wider than the screen;
+- without WebAssembly the page says so and keeps the example the build computed;
+- the runtime is fetched by this page only, from the site itself.
+
+How long the calculator takes to start is written to test-artifacts/calculator.json,
+with screenshots at 1280 and 390 px.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import io
+import json
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from book_files import BOOK, ROOT
+from transformer_calculator.cli import main as command_line
+from transformer_calculator.config import example_configs
+
+pytestmark = [pytest.mark.site, pytest.mark.slow(seconds=20)]
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARTIFACTS = ROOT / "test-artifacts"
+PAGE = "chapters/appendix/01_your_model"
+STARTED_WITHIN = 30.0
+"""Seconds the calculator may take to start here (a laptop takes a few; this bound
+only catches a hang or a runtime that never answers on a busy shared machine)."""
+
+BROKEN = '{"model_type": "llama", "hidden_size": 4096,\n  "num_hidden_layers": 32,,}'
+CHIP = ("400e12", "3.3e12", "80")
+
+# Every word and number the page's report shows, in document order.
+SHOWN = ", ".join(f".calc-results {part}" for part in (
+    ".calc-lines li", ".calc-table-title", ".calc-table th", ".calc-table td",
+    ".calc-list-title", ".calc-assumptions li"))
+SHOWN_TEXT = f"[...document.querySelectorAll({SHOWN!r})].map(e => e.innerText).join(' ')"
+
+
+def screenshot(page, path: Path) -> None:
+    """The form and its report as a reader scrolls through them, without the page's
+    sticky header pasted over them at every screenful."""
+    style = page.add_style_tag(content=".bd-header-article, .bd-header, .skip-link "
+                                       "{ visibility: hidden !important; }")
+    try:
+        page.locator(".calc").screenshot(path=str(path))
+    finally:
+        style.evaluate("e => e.remove()")
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    """The command line on ``argv``: exit code, standard output, standard error."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = command_line(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def words(text: str) -> list[str]:
+    """The text's words, without the rows of dashes under a table's header."""
+    return [w for w in text.split() if set(w) != {"-"}]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The calculator's page built into a small book of its own."""
+    book = tmp_path_factory.mktemp("calculator-book")
+    for name in ("_config.yml", "references.bib", "glossary.md", "bibliography.md"):
+        shutil.copy(BOOK / name, book / name)
+    shutil.copytree(BOOK / "_static", book / "_static")
+    for runtime in ("_mathjax", "_pyodide"):
+        (book / runtime).symlink_to(BOOK / runtime)
+    (book / PAGE).parent.mkdir(parents=True)
+    shutil.copy(BOOK / f"{PAGE}.ipynb", book / f"{PAGE}.ipynb")
+    (book / "_toc.yml").write_text(
+        f"format: jb-book\nroot: {PAGE}\nchapters:\n  - file: glossary\n"
+        "  - file: bibliography\n")
+    jb = Path(sys.executable).with_name("jupyter-book")
+    run = subprocess.run([str(jb), "build", str(book)], capture_output=True, text=True)
+    assert run.returncode == 0, f"the build failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    return book / "_build" / "html"
+
+
+@pytest.fixture(scope="module")
+def browser(site):
+    if CHROMIUM is None:
+        pytest.fail("Chromium is not installed: `apt-get install -y chromium`")
+    from playwright.sync_api import sync_playwright
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/"
+    ARTIFACTS.mkdir(exist_ok=True)
+    try:
+        with sync_playwright() as p:
+            chromium = p.chromium.launch(executable_path=CHROMIUM, args=[
+                "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run",
+                "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"])
+            yield chromium, base
+            chromium.close()
+    finally:
+        server.shutdown()
+
+
+class Tab:
+    """One page of the site in a fresh browser context, with what it asked for and
+    every console error."""
+
+    def __init__(self, browser, base: str, width: int = 1280, init_script: str = ""):
+        chromium, self.base = browser
+        self.context = chromium.new_context(viewport={"width": width, "height": 900})
+        if init_script:
+            self.context.add_init_script(init_script)
+        self.page = self.context.new_page()
+        self.requests, self.errors = [], []
+        self.context.on("request", lambda r: self.requests.append(r.url))
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+    def open(self, doc: str, anchor: str = "", wait: str = "load") -> float:
+        start = time.perf_counter()
+        self.page.goto(f"{self.base}{doc}.html{anchor}", wait_until=wait)
+        return start
+
+    def state(self) -> str:
+        return self.page.get_attribute(".calc", "data-state")
+
+    def wait_for(self, *states: str, timeout: float = 60) -> str:
+        self.page.wait_for_function(
+            "states => states.includes(document.querySelector('.calc').dataset.state)",
+            arg=list(states), timeout=timeout * 1000)
+        return self.state()
+
+    def compute(self) -> str:
+        """Press Compute and wait for the browser's answer (a report or an error)."""
+        before = self.page.evaluate("window.bookCalculator.answers")
+        self.page.click("button.calc-compute")
+        return self.answered(before)
+
+    def answered(self, before: int) -> str:
+        self.page.wait_for_function(  # the last answer asked for, none still coming
+            "n => window.bookCalculator.answers > n && !window.bookCalculator.inFlight",
+            arg=before, timeout=60_000)
+        return self.state()
+
+    def outside(self) -> list[str]:
+        return [u for u in self.requests if not u.startswith((self.base, "data:", "blob:"))]
+
+    def close(self):
+        self.context.close()
+
+
+@pytest.fixture(scope="module")
+def tab(browser):
+    """The calculator's page, opened at the form, with the calculator started."""
+    t = Tab(browser, browser[1])
+    start = t.open(PAGE, "#calculator-form")
+    assert t.state() in ("example", "computed"), t.state()
+    assert t.wait_for("computed", "unavailable") == "computed", t.page.inner_text(".calc-status")
+    opened = time.perf_counter() - start
+    started = float(t.page.get_attribute(".calc", "data-start-seconds"))
+    (ARTIFACTS / "calculator.json").write_text(json.dumps({
+        "seconds_from_navigation_to_first_browser_report": round(opened, 2),
+        "seconds_the_worker_took_to_start_python_and_the_calculator": started,
+    }, indent=1))
+    t.started = started
+    screenshot(t.page, ARTIFACTS / "calculator_1280.png")
+    yield t
+    t.close()
+
+
+def choose(tab: Tab, name: str) -> None:
+    tab.page.check("#calc-source-shipped")
+    tab.page.select_option("#calc-config", name)
+
+
+def test_the_calculator_starts_offline_from_the_site_itself(tab):
+    assert tab.started < STARTED_WITHIN
+    assert not tab.outside(), f"the page asked the network for: {tab.outside()}"
+    fetched = [u for u in tab.requests if "/_static/pyodide/" in u or u.endswith(".zip")]
+    assert any(u.endswith("pyodide.asm.wasm") for u in fetched), fetched
+    assert not tab.errors, tab.errors
+
+
+def test_llama_3_8b_has_its_parameters_and_cache(tab):
+    choose(tab, "llama-3-8b")
+    assert tab.compute() == "computed"
+    lines = " ".join(tab.page.evaluate(SHOWN_TEXT).split())
+    assert "Parameters 8,030,261,248 Weights" in lines, lines
+    report = tab.page.evaluate("window.bookCalculator.report")
+    assert report["parameters"] == 8_030_261_248
+    # 32 layers x 8 key-value heads x 128 numbers x (key + value) x 2 bytes a number
+    assert report["kv_bytes_per_token"] == 32 * 8 * 128 * 2 * 2 == 131_072
+    assert "Cache per token 128.00 KiB (131,072 bytes)" in lines
+    cache = tab.page.locator(".calc-table").first.inner_text()
+    for row in report["lengths"]:
+        assert row["cache_bytes"] == row["tokens"] * 131_072
+    assert "1,024\t128.00 MiB" in cache and "131,072\t16.00 GiB" in cache, cache
+
+
+@pytest.mark.parametrize("config", [p.stem for p in example_configs()])
+def test_every_shipped_config_gives_the_command_lines_numbers(tab, config):
+    choose(tab, config)
+    assert tab.compute() == "computed", tab.page.inner_text(".calc-status")
+    code, out, _ = cli("report", config, "--json")
+    assert code == 0
+    assert tab.page.evaluate("window.bookCalculator.report") == json.loads(out)
+    code, text, _ = cli("report", config)
+    assert words(tab.page.evaluate(SHOWN_TEXT)) == words(text)
+    assert tab.page.locator(".calc-results svg").count() == 3   # memory; tokens and wait
+
+
+def test_a_broken_json_gives_the_command_lines_one_line_error(tab, tmp_path):
+    tab.page.fill("#calc-json", BROKEN)
+    assert tab.page.is_checked("#calc-source-own")   # typing there chose it
+    assert tab.compute() == "error"
+    shown = tab.page.inner_text(".calc-status").strip()
+    folder = tmp_path / "your-model"
+    folder.mkdir()
+    (folder / "config.json").write_text(BROKEN)
+    code, _, err = cli("report", str(folder / "config.json"))
+    assert code == 1 and shown == err.strip() and "\n" not in shown, (shown, err)
+    assert shown.startswith("error: config.json is not valid JSON")
+    assert tab.page.get_attribute(".calc-status", "role") == "status"
+    assert tab.page.locator(".calc-results").is_hidden()
+
+
+def test_another_chip_changes_the_times_to_the_command_lines(tab):
+    choose(tab, "llama-3-8b")
+    tab.page.check("#calc-chip-example")
+    assert tab.compute() == "computed"
+    before = tab.page.evaluate("window.bookCalculator.report.decode")
+    for field, value in zip(("#calc-flops", "#calc-rate", "#calc-gib"), CHIP):
+        tab.page.fill(field, value)
+    assert tab.page.is_checked("#calc-chip-own")
+    assert tab.compute() == "computed"
+    after = tab.page.evaluate("window.bookCalculator.report")
+    assert [r["seconds_per_token"] for r in after["decode"]] != [
+        r["seconds_per_token"] for r in before]
+    code, text, _ = cli("report", "llama-3-8b", "--accelerator", ",".join(CHIP))
+    assert code == 0 and words(tab.page.evaluate(SHOWN_TEXT)) == words(text)
+    command = tab.page.inner_text(".calc-command code")
+    assert command.endswith(f"report llama-3-8b --accelerator {','.join(CHIP)}"), command
+    tab.page.check("#calc-chip-example")
+
+
+def test_the_form_works_from_the_keyboard_and_says_what_each_control_is(tab):
+    page = tab.page
+    unlabelled = page.evaluate("""[...document.querySelectorAll(
+        '.calc-form input, .calc-form select, .calc-form textarea')]
+        .filter(e => !e.labels || e.labels.length === 0).map(e => e.id)""")
+    assert not unlabelled, unlabelled
+    assert page.locator(".calc-form fieldset > legend").count() == 2
+    assert page.get_attribute(".calc-status", "aria-live") == "polite"
+    choose(tab, "mistral-7b-v0.1")
+    page.focus("#calc-gib")
+    page.keyboard.press("Control+A")
+    page.keyboard.type("48")
+    before = page.evaluate("window.bookCalculator.answers")
+    page.keyboard.press("Enter")                       # submits the form
+    assert tab.answered(before) == "computed"
+    report = page.evaluate("window.bookCalculator.report")
+    assert report["model"]["name"] == "mistral-7b-v0.1"
+    assert report["accelerator"]["memory_bytes"] == 48 * 2**30
+    assert "mistral-7b-v0.1" in page.inner_text(".calc-status")
+    page.check("#calc-chip-example")
+
+
+def test_it_fits_a_phone(tab):
+    page = tab.page
+    page.set_viewport_size({"width": 390, "height": 900})
+    try:
+        page.wait_for_function(  # the pictures are redrawn for the narrower column
+            "() => [...document.querySelectorAll('.calc-results svg')].every("
+            "s => s.getBoundingClientRect().right <= window.innerWidth)", timeout=10_000)
+        wide = page.evaluate("""[...document.querySelectorAll('.calc *')]
+            .filter(e => e.checkVisibility() && !e.closest('.calc-scroll'))
+            .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)
+            .map(e => e.tagName + '.' + e.className)""")
+        assert not wide, f"wider than a 390 px screen: {wide[:5]}"
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        screenshot(page, ARTIFACTS / "calculator_390.png")
+    finally:
+        page.set_viewport_size({"width": 1280, "height": 900})
+
+
+def test_only_its_page_loads_it(site):
+    """The script and style are on the calculator's page alone; the runtime is fetched
+    by that script's worker, never by a page itself."""
+    holding = sorted(str(p.relative_to(site)) for p in site.rglob("*.html")
+                     if "calculator/calculator.js" in p.read_text())
+    assert holding == [f"{PAGE}.html"], holding
+    assert not [p for p in site.rglob("*.html") if "_static/pyodide" in p.read_text()]
+
+
+def test_without_webassembly_the_page_says_so_and_keeps_the_example(browser):
+    t = Tab(browser, browser[1], init_script="delete window.WebAssembly;")
+    try:
+        t.open(PAGE, "#calculator-form", wait="domcontentloaded")
+        assert t.wait_for("unavailable") == "unavailable"
+        assert "WebAssembly" in t.page.inner_text(".calc-status")
+        assert "8,030,261,248" in t.page.inner_text(".calc-results")  # the build's example
+        assert t.page.locator("button.calc-compute").is_disabled()
+        assert not [u for u in t.requests if "pyodide" in u]
+        assert not t.errors and not t.outside()
+    finally:
+        t.close()
