@@ -15,13 +15,18 @@ __all__ = ["Model"]
 @dataclass(frozen=True)
 class Model:
     """A published decoder: every part (``layout``), held at ``bytes_per_number`` bytes
-    a number, under a ``name``."""
+    a number, under a ``name``; ``route`` says how it was counted: ``"layout"`` from
+    the calculator's own layout of its family, ``"transformers"`` from the model
+    ``transformers`` builds on the meta device (``meta_route.py``)."""
 
     layout: Layout
     bytes_per_number: int
     name: str = field(default="model", compare=False)
+    route: str = field(default="layout", compare=False)
 
     def __post_init__(self) -> None:
+        if self.route not in ("layout", "transformers"):
+            raise ValueError(f"route must be layout or transformers, got {self.route!r}")
         if self.bytes_per_number not in (1, 2, 4, 8):
             raise ValueError(
                 f"bytes_per_number must be 1, 2, 4 or 8, got {self.bytes_per_number!r}"
