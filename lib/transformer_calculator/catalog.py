@@ -3,8 +3,8 @@
 ``data/transformers_types.json`` is made from ``transformers`` itself
 (``tests/transformers_catalog.py``; ``tests/test_catalog.py`` regenerates it and fails
 when it has drifted). For every model type ``transformers`` registers it says what kind
-of model it is, and for every decoder the defaults of its config class: the value a field
-takes when a file leaves it out, which is how ``from_pretrained`` reads a file. Pure
+of model it is, and for every decoder the defaults of its config class: the value a
+field takes when a file leaves it out, which is how ``from_pretrained`` reads a file. Pure
 Python: reading it needs neither ``torch`` nor ``transformers``.
 """
 
@@ -15,7 +15,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["KINDS", "TRANSFORMERS_VERSION", "entry", "kind", "defaults", "decoders"]
+__all__ = [
+    "KINDS",
+    "TRANSFORMERS_VERSION",
+    "entry",
+    "kind",
+    "defaults",
+    "decoders",
+    "model_types",
+]
 
 _FILE = Path(__file__).parent / "data" / "transformers_types.json"
 
@@ -67,3 +75,8 @@ def defaults(model_type: str) -> dict[str, Any]:
 def decoders() -> list[str]:
     """Every model type transformers builds as a decoder-only causal language model."""
     return sorted(t for t, e in _catalogue()["types"].items() if e["kind"] == "decoder")
+
+
+def model_types() -> list[str]:
+    """Every model type transformers registers, in name order."""
+    return sorted(_catalogue()["types"])

@@ -50,7 +50,9 @@ _SHORT_PROMPT = 16
 
 def available() -> bool:
     """True when ``torch`` and ``transformers`` can be imported."""
-    return all(importlib.util.find_spec(m) is not None for m in ("torch", "transformers"))
+    return all(
+        importlib.util.find_spec(m) is not None for m in ("torch", "transformers")
+    )
 
 
 def _floats(value: object) -> Iterator:
@@ -120,6 +122,21 @@ def _top_k(config, layer: int) -> int:
     )
 
 
+def _heads(config, layer: int, default: int) -> int:
+    """Query heads of layer ``layer`` (a config may set them layer by layer)."""
+    per_layer = getattr(config, "per_layer_config", None)
+    for source in (per_layer[layer] if per_layer else None, config):
+        try:
+            value = getattr(source, "num_attention_heads", None)
+        except Exception:  # noqa: BLE001 - transformers: a per-layer attribute
+            continue
+        if isinstance(value, list):
+            value = value[layer]
+        if isinstance(value, int) and value > 0:
+            return value
+    return default
+
+
 def _layer_list(model, layers: int):
     """The ModuleList of the decoder's layers: the largest list of ``layers``
     modules."""
@@ -184,8 +201,13 @@ def measure(cfg: dict, bpn: int, name: str) -> tuple[Model, list[str]]:
         raise ValueError(
             f"transformers could not run this model on the meta device: {err}"
         ) from None
-    return _assemble(model, text, cache, types, (short, short_next, long, long_next),
-                     long_tokens, bpn, name)
+    runs = (short, short_next, long, long_next)
+    try:
+        return _assemble(model, text, cache, types, runs, long_tokens, bpn, name)
+    except ValueError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a model this route cannot read
+        raise ValueError(f"transformers' model could not be read here: {err}") from None
 
 
 def _layer_cache(i: int, runs, long_tokens: int) -> tuple[int, int | None, FixedState]:
@@ -209,14 +231,16 @@ def _assemble(model, text, cache, types, runs, long_tokens, bpn, name):
     """The measured layout: blocks from the layer list, parts from the cache."""
     layers = len(cache.layers)
     prefix = _layer_list(model, layers) + "."
-    heads = int(getattr(text, "num_attention_heads", 0) or 0)
+    heads = 0
     blocks_numbers = [0] * layers
     experts: dict[int, dict] = {}
     outside = outside32 = 0
     for pname, p in model.named_parameters():
         f32 = p.element_size() == 4 and bpn != 4
         if p.element_size() not in (bpn, 4):
-            raise ValueError(f"parameter {pname} is held as {p.dtype}: not counted here")
+            raise ValueError(
+                f"parameter {pname} is held as {p.dtype}: not counted here"
+            )
         if not pname.startswith(prefix):
             outside += p.numel()
             outside32 += p.numel() if f32 else 0
@@ -239,10 +263,14 @@ def _assemble(model, text, cache, types, runs, long_tokens, bpn, name):
         per_token, cap, fixed = _layer_cache(i, runs, long_tokens)
         layer = cache.layers[i]
         keys, values = getattr(layer, "keys", None), getattr(layer, "values", None)
-        pair = 0
+        pair = kv_heads = head_dim = 0
+        layer_heads = _heads(text, i, heads)
         if per_token and keys is not None and values is not None:
-            pair = heads * (keys.shape[-1] + values.shape[-1])
-        recurrent = sum(t.numel() for t in _floats(getattr(layer, "recurrent_states", {})))
+            pair = layer_heads * (keys.shape[-1] + values.shape[-1])
+            kv_heads = keys.shape[1] if keys.dim() == 4 else 1
+            head_dim = keys.shape[-1]
+        states = getattr(layer, "recurrent_states", {})
+        recurrent = sum(t.numel() for t in _floats(states))
         kind = (
             MixerKind.RUNNING_SUMMARY
             if types[i] in _SUMMARY_KINDS
@@ -251,7 +279,8 @@ def _assemble(model, text, cache, types, runs, long_tokens, bpn, name):
         mixer = MeasuredMixer(
             kind_of_mixing=kind, label=types[i], numbers=blocks_numbers[i],
             per_token=per_token, cap=cap, fixed=fixed, pair_numbers=pair,
-            summary=recurrent,
+            summary=recurrent, heads=layer_heads if pair else 0, kv_heads=kv_heads,
+            head_dim=head_dim,
         )
         ffn = None
         if i in experts:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .context import ContextLimit
 from .feedforward import Experts, FeedForward
 from .layout import Layout
 from .mixers import Attention, LatentAttention
@@ -17,16 +18,20 @@ class Model:
     """A published decoder: every part (``layout``), held at ``bytes_per_number`` bytes
     a number, under a ``name``; ``route`` says how it was counted: ``"layout"`` from
     the calculator's own layout of its family, ``"transformers"`` from the model
-    ``transformers`` builds on the meta device (``meta_route.py``)."""
+    ``transformers`` builds on the meta device (``meta_route.py``); ``context``: the
+    longest sequence it was built for, when its config states one."""
 
     layout: Layout
     bytes_per_number: int
     name: str = field(default="model", compare=False)
     route: str = field(default="layout", compare=False)
+    context: ContextLimit | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.route not in ("layout", "transformers"):
-            raise ValueError(f"route must be layout or transformers, got {self.route!r}")
+            raise ValueError(
+                f"route must be layout or transformers, got {self.route!r}"
+            )
         if self.bytes_per_number not in (1, 2, 4, 8):
             raise ValueError(
                 f"bytes_per_number must be 1, 2, 4 or 8, got {self.bytes_per_number!r}"
@@ -49,7 +54,13 @@ class Model:
             ),
             None,
         )
-        if isinstance(first, Attention):
+        measured = next(
+            (b.mixer for b in layout.blocks if getattr(b.mixer, "heads", 0)), None
+        )
+        if first is None and measured is not None:
+            heads, kv_heads = measured.heads, measured.kv_heads
+            head_dim = measured.head_dim
+        elif isinstance(first, Attention):
             heads, kv_heads, head_dim = first.heads, first.kv_heads, first.head_dim
         elif isinstance(first, LatentAttention):
             heads, kv_heads, head_dim = first.heads, 1, first.nope_dim + first.rope_dim
