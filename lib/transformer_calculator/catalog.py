@@ -4,8 +4,8 @@
 (``tests/transformers_catalog.py``; ``tests/test_catalog.py`` regenerates it and fails
 when it has drifted). For every model type ``transformers`` registers it says what kind
 of model it is, and for every decoder the defaults of its config class: the value a
-field takes when a file leaves it out, which is how ``from_pretrained`` reads a file. Pure
-Python: reading it needs neither ``torch`` nor ``transformers``.
+field takes when a file leaves it out, which is how ``from_pretrained`` reads a file.
+Pure Python: reading it needs neither ``torch`` nor ``transformers``.
 """
 
 from __future__ import annotations

@@ -35,10 +35,10 @@ class MeasuredMixer(Mixer):
     ``numbers``: every parameter of the layer outside its experts; ``per_token``: the
     numbers each kept token adds to its cache, kept for at most ``cap`` tokens (None:
     every token); ``fixed``: what it holds whatever the length; ``pair_numbers``: the
-    key and value channels of every query head (a pair costs two operations per channel);
-    ``summary``: the numbers of its running summary (two multiply-adds each a token, as
-    for Mamba); ``heads``, ``kv_heads`` and ``head_dim``: its query heads and the heads
-    and width of the keys it caches (0 for a layer without attention)."""
+    key and value channels of every query head (a pair costs two operations per
+    channel); ``summary``: the numbers of its running summary (two multiply-adds each a
+    token, as for Mamba); ``heads``, ``kv_heads`` and ``head_dim``: its query heads and
+    the heads and width of the keys it caches (0 for a layer without attention)."""
 
     kind_of_mixing: MixerKind
     label: str

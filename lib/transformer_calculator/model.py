@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from .context import ContextLimit
 from .feedforward import Experts, FeedForward
 from .layout import Layout
+from .measured import MeasuredMixer
 from .mixers import Attention, LatentAttention
 
 __all__ = ["Model"]
@@ -55,7 +56,12 @@ class Model:
             None,
         )
         measured = next(
-            (b.mixer for b in layout.blocks if getattr(b.mixer, "heads", 0)), None
+            (
+                b.mixer
+                for b in layout.blocks
+                if isinstance(b.mixer, MeasuredMixer) and b.mixer.heads
+            ),
+            None,
         )
         if first is None and measured is not None:
             heads, kv_heads = measured.heads, measured.kv_heads

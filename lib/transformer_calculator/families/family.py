@@ -27,6 +27,13 @@ GPT2_NAMES = {
 }
 
 
+_ATTENTION_FIELDS = {
+    "num_key_value_heads", "num_attention_heads", "head_dim", "attention_bias",
+    "sliding_window", "layer_types",
+}
+"""Fields only attention layers read."""
+
+
 @dataclass(frozen=True)
 class Family:
     """One model family's layout, as ``transformers`` builds it from a config.
@@ -100,6 +107,8 @@ class Family:
             if any(m is None for m in mixers)
             else None
         )
+        if attention is None:  # no attention layer reads these
+            r.read.update(_ATTENTION_FIELDS)
         ffns = self._ffns(r, layers, width)
         norms = resolve(self.norms_per_layer, r) * norm
         blocks = tuple(
