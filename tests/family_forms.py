@@ -169,5 +169,5 @@ def real_cache(model: torch.nn.Module, tokens: int, vocab: int) -> tuple[int, in
     with torch.no_grad():
         out = model(input_ids=ids[:, :tokens], use_cache=True)
         first = held_bytes(out.past_key_values)
-        out = model(input_ids=ids[:, tokens:], past_key_values=out.past_key_values, use_cache=True)
+        out = model(input_ids=ids[:, tokens:], cache=out.past_key_values, use_cache=True)
         return first, held_bytes(out.past_key_values)

@@ -100,7 +100,7 @@ def _run(model, tokens: int) -> tuple[list, list]:
             raise ValueError("transformers returned no layered cache for this family")
         bpn = next(model.parameters()).element_size()
         first = [_held(layer, bpn) for layer in cache.layers]
-        out = model(input_ids=ids[:, tokens:], past_key_values=cache, use_cache=True)
+        out = model(input_ids=ids[:, tokens:], cache=cache, use_cache=True)
         second = [_held(layer, bpn) for layer in out.past_key_values.layers]
         return first, second, out.past_key_values
 

@@ -239,9 +239,10 @@ def language_model(cfg: dict) -> tuple[dict, str] | None:
             f"model ({text_type!r}) is not a decoder transformers builds on its own"
         )
     text["model_type"] = text_type
-    for key in ("torch_dtype", "dtype"):
-        if key in cfg and "torch_dtype" not in text and "dtype" not in text:
-            text[key] = cfg[key]
+    top_dtype = [k for k in ("torch_dtype", "dtype") if cfg.get(k) is not None]
+    if top_dtype:  # the whole model is built at the top level's format
+        text.pop("dtype", None)
+        text["torch_dtype"] = cfg[top_dtype[0]]
     top, inner = cfg.get("tie_word_embeddings"), text.get("tie_word_embeddings")
     if top is not None and inner is not None and top != inner:
         raise ValueError(

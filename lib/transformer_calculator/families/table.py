@@ -182,9 +182,6 @@ _EARLY_FALCON = ("is an early Falcon file: transformers reads it only as model_t
                  "falcon")
 
 REFUSED_TYPES = {
-    "gemma3": ("is Gemma-3 with its vision encoder: save its text_config as a "
-               'config.json of its own (with "model_type": "gemma3_text") to count the '
-               "language model"),
     "RefinedWebModel": _EARLY_FALCON,
     "RefinedWeb": _EARLY_FALCON,
 }
