@@ -11,9 +11,10 @@ from __future__ import annotations
 from .family import GPT2_NAMES, LLAMA_NAMES, Family
 from .parts import Flag, QKNorm
 from .rules_attention import (
-    head_dim_fixed, head_dim_from_field, kv_all_heads, kv_falcon, kv_from_field,
-    kv_multi_query_flag, windows_all, windows_alternating, windows_gemma3,
-    windows_qwen2, windows_qwen2_moe, windows_qwen3_moe,
+    head_dim_fixed, head_dim_from_field, head_dim_required, kv_all_heads, kv_falcon,
+    kv_from_field, kv_multi_query_flag, kv_required, windows_all, windows_alternating,
+    windows_cohere2, windows_exaone4, windows_gemma3, windows_ministral, windows_olmo3,
+    windows_qwen2, windows_qwen2_moe, windows_qwen3_moe, windows_smollm3,
 )
 from .rules_layers import (
     experts_deepseek, experts_every_layer, experts_jamba, experts_qwen,
@@ -167,6 +168,59 @@ FAMILIES: tuple[Family, ...] = (
     Family("Bamba", ("bamba",), kv_heads=kv_from_field(8), mixers=mixers_bamba,
            qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS, mlp_bias=Flag("mlp_bias", False),
            summary="Mamba-2 layers with a few attention layers"),
+    Family("SmolLM3", ("smollm3",), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
+           mlp_bias=Flag("mlp_bias", False), windows=windows_smollm3,
+           summary=("the Llama layout; every fourth layer has no rotary positions and "
+                    "may be windowed")),
+    Family("Ministral", ("ministral",), head_dim=head_dim_required,
+           windows=windows_ministral,
+           summary="the Mistral layout, with windows layer by layer (layer_types)"),
+    Family("Ministral-3", ("ministral3",), head_dim=head_dim_from_field(),
+           windows=windows_all(None),
+           summary=("the Mistral layout with head_dim; windowed when sliding_window is "
+                    "set")),
+    Family("Seed-OSS", ("seed_oss",), head_dim=head_dim_from_field(),
+           qkv_bias=Flag("attention_bias", True),
+           out_bias=Flag("attention_out_bias", False),
+           mlp_bias=Flag("mlp_bias", False),
+           summary=("the Llama layout with biases on the query, key and value "
+                    "projections")),
+    Family("GLM", ("glm",), head_dim=head_dim_from_field(),
+           qkv_bias=Flag("attention_bias", True),
+           summary=("the Llama layout with query, key and value biases and a fused "
+                    "gate")),
+    Family("GLM-4", ("glm4",), head_dim=head_dim_from_field(),
+           qkv_bias=Flag("attention_bias", True), norms_per_layer=4,
+           summary=("GLM with four RMSNorms a layer (after attention and the "
+                    "feed-forward part too)")),
+    Family("OLMo-3", ("olmo3",), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
+           qk_norm=QKNorm("every head"), windows=windows_olmo3,
+           summary="OLMo-2 with three windowed layers to each full one"),
+    Family("ERNIE-4.5", ("ernie4_5",), head_dim=head_dim_from_field(),
+           qkv_bias=Flag("use_bias", False), out_bias=Flag("use_bias", False),
+           mlp_bias=Flag("use_bias", False),
+           summary="the Llama layout, with biases everywhere when use_bias is set"),
+    Family("EXAONE-4", ("exaone4",), head_dim=head_dim_from_field(),
+           qk_norm=QKNorm("head"),
+           windows=windows_exaone4,
+           summary=("norms after attention and the feed-forward part, queries and keys "
+                    "normalised; three windowed layers to each full one")),
+    Family("Cohere-2", ("cohere2",), head_dim=head_dim_fixed, norm="scale",
+           norms_per_layer=1, qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS, tied=True,
+           windows=windows_cohere2,
+           summary=("parallel attention and feed-forward after one LayerNorm without "
+                    "bias; three windowed layers to each full one")),
+    Family("HunYuan dense", ("hunyuan_v1_dense",), head_dim=head_dim_required,
+           qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS, qk_norm=QKNorm("head"),
+           summary="the Llama layout with queries and keys normalised per head"),
+    Family("Nemotron", ("nemotron",), kv_heads=kv_required,
+           head_dim=head_dim_from_field(),
+           gated=False, norm="layer", qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
+           mlp_bias=Flag("mlp_bias", False),
+           summary="LayerNorm blocks with a plain feed-forward part (squared ReLU)"),
+    Family("Arcee", ("arcee",), head_dim=head_dim_from_field(), gated=False,
+           qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS, mlp_bias=Flag("mlp_bias", False),
+           summary="the Llama layout with a plain feed-forward part (squared ReLU)"),
     Family("Mamba", ("mamba",), ffn_width=None, mixers=mixers_mamba, norms_per_layer=1,
            tied=True, summary="Mamba layers only: no attention, no feed-forward part"),
 )
@@ -202,7 +256,7 @@ STRUCTURE_FIELDS = frozenset({
     "num_ln_in_parallel_attn",
     # biases
     "attention_bias", "mlp_bias", "qkv_bias", "use_bias", "bias", "use_qkv_bias",
-    "enable_bias",
+    "enable_bias", "attention_out_bias",
     # windows
     "sliding_window", "use_sliding_window", "layer_types", "sliding_window_pattern",
     "max_window_layers",
