@@ -76,7 +76,7 @@ class Family:
     position_offset: int = 0
     embedding_norm: bool = False
     embedding_width: tuple[str, ...] = ()
-    head_bias: bool = False
+    head_bias: bool | Flag = False
     tied: bool | None = False
     windows: Windows | None = None
     experts: Ffns | None = None
@@ -144,7 +144,7 @@ class Family:
             positions=positions,
             embedding_norm=norm if self.embedding_norm else 0,
             embedding_width=embedding_width if embedding_width != width else None,
-            head_bias=self.head_bias,
+            head_bias=resolve(self.head_bias, r),
             family=self.title,
             norm_numbers=per_channel,
             norm="LayerNorm without bias"
