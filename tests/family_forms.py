@@ -64,7 +64,7 @@ _SIZES = {
 SHRUNK = {
     "bamba": {"attn_layer_indices": [1]},
     "granitemoehybrid": {"layer_types": ["mamba", "attention"] * 4},
-    "falcon_h1": {},
+    "mamba2": {"num_heads": 8, "head_dim": 16, "n_groups": 2},
 }
 """Per-family changes to the shrunk form: a hybrid needs an attention layer to run."""
 

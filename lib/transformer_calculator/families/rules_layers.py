@@ -284,6 +284,29 @@ def mixers_mamba(r: Reader, layers: int, width: int) -> list[Mamba | Mamba2 | No
     return [mixer] * layers
 
 
+def mixers_mamba2(r: Reader, layers: int, width: int) -> list[Mamba | Mamba2 | None]:
+    """Mamba-2 (``Mamba2Mixer``): every layer is a Mamba-2 mixer of ``num_heads`` heads
+    of ``head_dim`` channels, ``expand * hidden_size`` in all, B and C in ``n_groups``
+    groups of ``state_size`` (``time_step_rank`` is not used)."""
+    r.read.update({"intermediate_size", "time_step_rank"})
+    inner = r.whole("expand", default=2) * width
+    heads = r.whole("num_heads", default=128)
+    head_dim = r.whole("head_dim", default=64)
+    groups = r.whole("n_groups", default=8)
+    if heads * head_dim != inner or heads % groups:
+        raise ValueError(
+            f"config fields num_heads={heads}, head_dim={head_dim} and n_groups={groups} "
+            f"do not make expand * hidden_size = {inner:,} channels in whole groups"
+        )
+    mixer = Mamba2(
+        width=width, inner=inner, heads=heads, head_dim=head_dim, groups=groups,
+        state_size=r.whole("state_size", default=128),
+        conv=r.whole("conv_kernel", default=4),
+        conv_bias=r.flag("use_conv_bias", True), proj_bias=r.flag("use_bias", False),
+    )
+    return [mixer] * layers
+
+
 # --- normalisations and widths --------------------------------------------------------
 
 

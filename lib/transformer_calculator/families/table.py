@@ -18,7 +18,7 @@ from .rules_attention import (
 )
 from .rules_layers import (
     experts_deepseek, experts_every_layer, experts_jamba, experts_qwen,
-    final_norm_opt, mixers_bamba, mixers_jamba, mixers_mamba, norm_opt,
+    final_norm_opt, mixers_bamba, mixers_jamba, mixers_mamba, mixers_mamba2, norm_opt,
     norms_falcon, norms_parallel_flag, width_field, width_four_times,
 )
 
@@ -232,6 +232,12 @@ FAMILIES: tuple[Family, ...] = (
            out_bias=_LLAMA_BIAS, head_bias=Flag("lm_head_bias", False),
            windows=windows_all(None), experts=experts_every_layer,
            summary="LayerNorm blocks with experts in every layer"),
+    Family("Mamba-2", ("mamba2",), ffn_width=None, mixers=mixers_mamba2,
+           norms_per_layer=1, summary="Mamba-2 layers only: no attention, no feed-forward"),
+    Family("Falcon-Mamba", ("falcon_mamba",), ffn_width=None, mixers=mixers_mamba,
+           norms_per_layer=1,
+           summary=("Mamba layers only, with normalisations without trainable numbers "
+                    "inside the mixer")),
     Family("Mamba", ("mamba",), ffn_width=None, mixers=mixers_mamba, norms_per_layer=1,
            tied=True, summary="Mamba layers only: no attention, no feed-forward part"),
 )
