@@ -295,7 +295,8 @@ def mixers_mamba2(r: Reader, layers: int, width: int) -> list[Mamba | Mamba2 | N
     groups = r.whole("n_groups", default=8)
     if heads * head_dim != inner or heads % groups:
         raise ValueError(
-            f"config fields num_heads={heads}, head_dim={head_dim} and n_groups={groups} "
+            f"config fields num_heads={heads}, head_dim={head_dim} and "
+            f"n_groups={groups} "
             f"do not make expand * hidden_size = {inner:,} channels in whole groups"
         )
     mixer = Mamba2(

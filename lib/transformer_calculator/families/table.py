@@ -224,7 +224,8 @@ FAMILIES: tuple[Family, ...] = (
     Family("OLMoE", ("olmoe",), head_dim=head_dim_fixed, qkv_bias=_LLAMA_BIAS,
            out_bias=_LLAMA_BIAS, qk_norm=QKNorm("every head"),
            experts=experts_every_layer,
-           summary="OLMo's blocks, queries and keys normalised, experts in every layer"),
+           summary=("OLMo's blocks, queries and keys normalised, experts in every "
+                    "layer")),
     Family("Granite-MoE", ("granitemoe",), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
            experts=experts_every_layer,
            summary="the Granite layout with experts in every layer"),
@@ -233,7 +234,8 @@ FAMILIES: tuple[Family, ...] = (
            windows=windows_all(None), experts=experts_every_layer,
            summary="LayerNorm blocks with experts in every layer"),
     Family("Mamba-2", ("mamba2",), ffn_width=None, mixers=mixers_mamba2,
-           norms_per_layer=1, summary="Mamba-2 layers only: no attention, no feed-forward"),
+           norms_per_layer=1,
+           summary="Mamba-2 layers only: no attention, no feed-forward part"),
     Family("Falcon-Mamba", ("falcon_mamba",), ffn_width=None, mixers=mixers_mamba,
            norms_per_layer=1,
            summary=("Mamba layers only, with normalisations without trainable numbers "
