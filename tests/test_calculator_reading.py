@@ -96,7 +96,7 @@ def test_the_route_is_named():
 def test_a_known_decoder_without_a_layout_is_never_read_as_llama(monkeypatch):
     from transformer_calculator import meta_route
     monkeypatch.setattr(meta_route, "available", lambda: False)
-    for model_type in ("gpt_oss", "olmoe", "qwen3_next", "deepseek_v32", "granitemoe"):
+    for model_type in ("gpt_oss", "llama4_text", "qwen3_next", "deepseek_v32", "minimax"):
         with pytest.raises(ValueError, match="no layout in this calculator"):
             model_from_config({**published("llama-2-7b"), "model_type": model_type})
     with pytest.raises(ValueError, match="has no layout for"):
