@@ -90,6 +90,18 @@ def shrunk(model_type: str, route: str) -> tuple[str, str]:
     return "exact", ""
 
 
+def full_size(model_type: str) -> tuple[str, str, str]:
+    """(parameters, cache bytes a token, fixed state) of the class defaults by the model
+    transformers builds on the meta device, or why it is refused."""
+    try:
+        theirs, _ = model_from_config(defaults_form(model_type), "x", route="transformers")
+    except ValueError as err:
+        return "refused: " + " ".join(str(err).split())[:90], "", ""
+    layout, bpn = theirs.layout, theirs.bytes_per_number
+    per_token = layout.stored_cache_bytes(bpn, 2) - layout.stored_cache_bytes(bpn, 1)
+    return (f"{costs.parameters(theirs):,}", f"{per_token:,}", f"{costs.state_bytes(theirs):,}")
+
+
 def row(model_type: str) -> str:
     native = model_type in LAYOUTS
     route = "layout" if native else "transformers"
@@ -103,15 +115,23 @@ def row(model_type: str) -> str:
         out += ["(the model transformers builds)"] * 2
     outcome, detail = shrunk(model_type, route)
     out.append(f"{outcome} {detail}".strip())
+    theirs = full_size(model_type)
     ours = (reference or {}).get("ours")
-    sizes = f"{ours[0]:,} | {ours[1]:,} | {ours[2]:,}" if ours else " | | "
+    if native and ours:
+        mine = (f"{ours[0]:,}", f"{ours[1]:,}", f"{ours[2]:,}")
+    elif native:
+        mine = ("refused", "", "")
+    else:
+        mine = theirs
+    sizes = " | ".join(f"{a} / {b}" if a != b else a for a, b in zip(mine, theirs))
     return f"| {model_type} | {route} | {' | '.join(out)} | {sizes} |"
 
 
 def main(types: list[str]) -> None:
     quiet()
     print("| model type | route | class defaults | cut | shrunk (real CPU cache) "
-          "| parameters | cache bytes a token | state bytes |")
+          "| parameters, ours / transformers' | cache bytes a token (as transformers "
+          "keeps it), ours / transformers' | fixed state bytes |")
     print("|---|---|---|---|---|---|---|---|")
     for model_type in types or catalog.decoders():
         print(row(model_type), flush=True)

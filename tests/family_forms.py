@@ -65,6 +65,7 @@ SHRUNK = {
     "bamba": {"attn_layer_indices": [1]},
     "granitemoehybrid": {"layer_types": ["mamba", "attention"] * 4},
     "mamba2": {"num_heads": 8, "head_dim": 16, "n_groups": 2},
+    "granitemoeshared": {"shared_intermediate_size": 48},
 }
 """Per-family changes to the shrunk form: a hybrid needs an attention layer to run."""
 

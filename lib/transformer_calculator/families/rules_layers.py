@@ -52,6 +52,23 @@ def experts_every_layer(r: Reader, layers: int, width: int) -> list[Experts | No
     return [e] * layers
 
 
+def experts_granite_shared(r: Reader, layers: int, width: int) -> list[Experts | None]:
+    """Granite-MoE-shared (``GraniteMoeSharedDecoderLayer``): experts in every layer as
+    Mixtral's, plus a gated shared part of ``shared_intermediate_size`` (none when 0)
+    that every token uses."""
+    shared = r.whole("shared_intermediate_size", default=0, minimum=0)
+    e = _experts(
+        r,
+        width,
+        ("num_local_experts", "num_experts"),
+        8,
+        2,
+        r.whole("intermediate_size"),
+        shared=FeedForward(width, shared, gated=True) if shared else None,
+    )
+    return [e] * layers
+
+
 def experts_qwen(
     shared: bool, count_default: int, per_token_default: int, inner_default: int
 ) -> Ffns:

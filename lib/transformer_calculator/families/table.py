@@ -17,7 +17,8 @@ from .rules_attention import (
     windows_qwen2, windows_qwen2_moe, windows_qwen3_moe, windows_smollm3,
 )
 from .rules_layers import (
-    experts_deepseek, experts_every_layer, experts_jamba, experts_qwen,
+    experts_deepseek, experts_every_layer, experts_granite_shared, experts_jamba,
+    experts_qwen,
     final_norm_opt, mixers_bamba, mixers_jamba, mixers_mamba, mixers_mamba2, norm_opt,
     norms_falcon, norms_parallel_flag, width_field, width_four_times,
 )
@@ -229,6 +230,9 @@ FAMILIES: tuple[Family, ...] = (
     Family("Granite-MoE", ("granitemoe",), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
            experts=experts_every_layer,
            summary="the Granite layout with experts in every layer"),
+    Family("Granite-MoE-shared", ("granitemoeshared",), qkv_bias=_LLAMA_BIAS,
+           out_bias=_LLAMA_BIAS, experts=experts_granite_shared,
+           summary="Granite-MoE with a shared feed-forward part beside the experts"),
     Family("PhiMoE", ("phimoe",), norm="layer", qkv_bias=_LLAMA_BIAS,
            out_bias=_LLAMA_BIAS, head_bias=Flag("lm_head_bias", False),
            windows=windows_all(None), experts=experts_every_layer,
@@ -284,6 +288,7 @@ STRUCTURE_FIELDS = frozenset({
     "num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts",
     "num_experts_per_tok",
     "moe_intermediate_size", "shared_expert_intermediate_size", "n_shared_experts",
+    "shared_intermediate_size",
     "first_k_dense_replace",
     "decoder_sparse_step", "mlp_only_layers", "moe_layer_freq", "expert_layer_period",
     "expert_layer_offset",
