@@ -11,7 +11,8 @@ from ..mixers import Attention, LatentAttention
 from .parts import NORM_NAMES, NORM_NUMBERS, Flag, QKNorm, resolve
 from .reader import MAX_LAYERS, Reader, short
 from .rules_attention import Windows, head_dim_from_field, kv_from_field
-from .rules_layers import Ffns, Mixers, width_field
+from .rules_experts import Ffns
+from .rules_layers import Mixers, width_field
 
 __all__ = ["LLAMA_NAMES", "GPT2_NAMES", "Family"]
 

@@ -16,9 +16,11 @@ from .rules_attention import (
     windows_cohere2, windows_exaone4, windows_gemma3, windows_ministral, windows_olmo3,
     windows_qwen2, windows_qwen2_moe, windows_qwen3_moe, windows_smollm3,
 )
+from .rules_experts import (
+    experts_deepseek, experts_ernie, experts_every_layer, experts_granite_shared,
+    experts_jamba, experts_qwen,
+)
 from .rules_layers import (
-    experts_deepseek, experts_every_layer, experts_granite_shared, experts_jamba,
-    experts_qwen,
     final_norm_opt, mixers_bamba, mixers_jamba, mixers_mamba, mixers_mamba2, norm_opt,
     norms_falcon, norms_parallel_flag, width_field, width_four_times,
 )
@@ -201,6 +203,12 @@ FAMILIES: tuple[Family, ...] = (
            qkv_bias=Flag("use_bias", False), out_bias=Flag("use_bias", False),
            mlp_bias=Flag("use_bias", False),
            summary="the Llama layout, with biases everywhere when use_bias is set"),
+    Family("ERNIE-4.5-MoE", ("ernie4_5_moe",), head_dim=head_dim_from_field(),
+           qkv_bias=Flag("use_bias", False), out_bias=Flag("use_bias", False),
+           mlp_bias=Flag("use_bias", False), head_bias=Flag("use_bias", False),
+           experts=experts_ernie,
+           summary=("ERNIE-4.5 with experts and shared experts from "
+                    "moe_layer_start_index on")),
     Family("EXAONE-4", ("exaone4",), head_dim=head_dim_from_field(),
            qk_norm=QKNorm("head"),
            windows=windows_exaone4,
@@ -291,6 +299,8 @@ STRUCTURE_FIELDS = frozenset({
     "shared_intermediate_size",
     "first_k_dense_replace",
     "decoder_sparse_step", "mlp_only_layers", "moe_layer_freq", "expert_layer_period",
+    "moe_num_shared_experts", "moe_layer_start_index", "moe_layer_end_index",
+    "moe_layer_interval", "moe_k",
     "expert_layer_offset",
     # running summaries
     "attn_layer_period", "attn_layer_offset", "attn_layer_indices", "layers_block_type",
