@@ -22,12 +22,13 @@ from transformer_calculator import catalog
 
 FILL = {
     "cohere_compass_text": {"layer_types": None},
-    "dbrx": {"attn_config": {"rope_theta": 500000.0}},
+    "dbrx": {"attn_config": {"rope_theta": 500000.0, "clip_qkv": 8}},
     "deepseek_v2": {"num_experts_per_tok": 6},
     "dots1": {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}},
     "hunyuan_v1_dense": {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
                          "head_dim": 128},
-    "hunyuan_v1_moe": {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}},
+    "hunyuan_v1_moe": {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
+                       "head_dim": 128},
     "lfm2_moe": {"layer_types": None},
     "ministral": {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
                   "head_dim": 128},
@@ -66,6 +67,9 @@ SHRUNK = {
     "granitemoehybrid": {"layer_types": ["mamba", "attention"] * 4},
     "mamba2": {"num_heads": 8, "head_dim": 16, "n_groups": 2},
     "granitemoeshared": {"shared_intermediate_size": 48},
+    "falcon_h1": {"mamba_d_ssm": 128, "mamba_n_heads": 8, "mamba_d_state": 8},
+    "zamba2": {"layers_block_type": ["mamba", "hybrid"] * 4, "n_mamba_heads": 8},
+    "gpt_neo": {"attention_types": [[["global", "local"], 4]], "window_size": 5},
 }
 """Per-family changes to the shrunk form: a hybrid needs an attention layer to run."""
 
