@@ -44,7 +44,7 @@ def test_the_meta_route_matches_a_real_model(model_type):
     cfg = shrunk_form(model_type, layers=8, overrides=SAMPLE[model_type])
     torch.manual_seed(0)
     model = build(cfg, device="cpu")
-    ours, notes = model_from_config(cfg, "x")
+    ours, notes = model_from_config(cfg, "x", route="transformers")
     assert ours.route == "transformers" and notes[0].startswith("route: transformers built")
     reference = counts(model, per_token(cfg))
     assert costs.parameters(ours) == reference["parameters"]

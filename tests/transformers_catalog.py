@@ -48,9 +48,8 @@ depth decoder, BLT a byte patcher and local encoder."""
 
 
 def _jsonable(value):
-    """``value`` if JSON can hold it, else a ValueError."""
-    json.dumps(value, allow_nan=False)
-    return value
+    """``value`` as JSON holds it (tuples become lists), or a ValueError."""
+    return json.loads(json.dumps(value, allow_nan=False))
 
 
 def defaults(cls) -> dict:
