@@ -14,7 +14,7 @@ from transformer_calculator.config import model_from_config
 from transformer_calculator.families import FAMILIES
 
 pytestmark = [pytest.mark.transformers, pytest.mark.meta_device, pytest.mark.torch_kernels,
-              pytest.mark.slow(seconds=25)]
+              pytest.mark.slow(seconds=12)]
 
 LAYOUTS = sorted({t for f in FAMILIES for t in f.model_types} & set(catalog.decoders()))
 PROMPT = 8
