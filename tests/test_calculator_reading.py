@@ -5,15 +5,22 @@ config.json, and the families command."""
 import contextlib
 import io
 import json
+from pathlib import Path
 
 import pytest
 
-from hf_reference import published
 from transformer_calculator import costs, report
 from transformer_calculator.cli import main
 from transformer_calculator.config import model_from_config, read_config
 from transformer_calculator.context import context_limit
 from transformer_arithmetic import EXAMPLE_ACCELERATOR
+
+
+CONFIGS = Path(__file__).resolve().parent / "configs"
+
+
+def published(name: str) -> dict:
+    return json.loads((CONFIGS / f"{name}.json").read_text())
 
 
 def run(*args: str) -> tuple[int, str, str]:

@@ -2,29 +2,33 @@
 silently.
 
 Only the sizes are read: no weights, nothing from the internet. The file's
-``model_type`` names its family, and ``families/`` reads the family the way the
-``transformers`` library does: the family's own field names and aliases, the defaults
-of its config class for fields the file leaves out, and the layout of its blocks
-(normalisations, biases, position table, attention kind, windowed layers, experts,
-running-summary layers). The result is a ``Model`` whose ``layout`` holds every part,
-and a list of notes: which family it was read as, each default used, and where
-``transformers`` itself stores more than the architecture needs.
+``model_type`` names its family, and a model is counted by one of two routes, which the
+notes and the report name:
+
+- the calculator's own layout of the family (``families/``), read the way
+  ``transformers`` reads it: the family's own field names and aliases, the defaults of
+  its config class for fields the file leaves out (shipped as data, ``catalog.py``), and
+  the layout of its blocks; pure Python;
+- for a decoder ``transformers`` builds that has no layout here, the model
+  ``transformers`` builds on the meta device (``meta_route.py``), when it is installed.
+
+A vision-language file is counted by its language model, from its ``text_config``.
 
 Refused, with one line naming the field:
 
 - a missing size, or a field with a value of the wrong kind or size;
-- a field that changes a count in some family but is not read by this one (a window, an
-  expert count, a key-value head count, a bias, ...), since the count could not follow
-  it;
+- a field (or, for a field the file leaves out, a class default) that changes a count in
+  some family but is not read by this one (a window, an expert count, a key-value head
+  count, a bias, ...), since the count could not follow it;
 - ``quantization_config`` (the weights are stored in another format than
-  ``torch_dtype``), ``per_layer_config`` (layers that differ field by field) and
-  encoder-decoder models;
-- for a ``model_type`` the calculator does not know: anything beyond the plain Llama
-  layout (two norms a layer, no biases, no position table, one dense feed-forward part)
-  and a short list of fields that change no count. Such a file must say
-  ``tie_word_embeddings``, and whether its feed-forward part is gated is taken from
-  ``"gated_ffn": true|false`` or else from the activation's name; ``rms_norm_eps`` means
-  RMSNorm and ``layer_norm_eps`` LayerNorm.
+  ``torch_dtype``), ``per_layer_config`` (layers that differ field by field), and files
+  that are encoders or encoder-decoders (``model_type``, ``architectures``);
+- for a ``model_type`` neither the calculator nor ``transformers`` knows: anything
+  beyond the plain Llama layout (two norms a layer, no biases, no position table, one
+  dense feed-forward part) and a short list of fields that change no count. Such a file
+  must say ``tie_word_embeddings``, and whether its feed-forward part is gated is taken
+  from ``"gated_ffn": true|false`` or else from the activation's name; ``rms_norm_eps``
+  means RMSNorm and ``layer_norm_eps`` LayerNorm.
 
 ``torch_dtype`` (or ``dtype``) must be float32 (4 bytes a number), float16 or bfloat16
 (2); without it the model counts as float32, which is what ``transformers`` builds then
