@@ -45,7 +45,9 @@ class Model:
         """The model in a few sizes, for display: the first attention layer's heads (a
         latent layer shares one latent among its heads, like multi-query; a model
         without attention shows one head as wide as the model), the first feed-forward
-        part's width, and the layout's own sizes."""
+        part's width and whether it is gated (None for a model counted from what
+        ``transformers`` builds, whose parts are measured, not laid out), and the
+        layout's own sizes."""
         layout = self.layout
         first = next(
             (
@@ -74,6 +76,9 @@ class Model:
             heads, kv_heads, head_dim = 1, 1, layout.width
         ffn = next((b.ffn for b in layout.blocks if b.ffn is not None), None)
         gated = isinstance(ffn, Experts) or (isinstance(ffn, FeedForward) and ffn.gated)
+        inner = ffn.inner if ffn is not None else layout.width
+        if self.route == "transformers":
+            inner = gated = None
         return {
             "name": self.name,
             "layers": len(layout.blocks),
@@ -81,7 +86,7 @@ class Model:
             "kv_heads": kv_heads,
             "head_dim": head_dim,
             "width": layout.width,
-            "ffn_width": ffn.inner if ffn is not None else layout.width,
+            "ffn_width": inner,
             "vocab": layout.vocab,
             "gated_ffn": gated,
             "tied_embeddings": layout.tied,

@@ -17,6 +17,7 @@ from transformer_arithmetic.units import KIB, rates_text, size_text
 
 from . import costs
 from .feedforward import Experts
+from .measured import MeasuredExperts
 from .model import Model
 from .mixers import MixerKind
 
@@ -149,7 +150,9 @@ def _star(text: str, row: dict) -> str:
 def _model(m: Model) -> dict:
     """The model's description: a few sizes, its family and the kinds of its layers."""
     layout = m.layout
-    experts = [b.ffn for b in layout.blocks if isinstance(b.ffn, Experts)]
+    experts = [
+        b.ffn for b in layout.blocks if isinstance(b.ffn, (Experts, MeasuredExperts))
+    ]
     attention = layout.count(MixerKind.ATTENTION) + layout.count(
         MixerKind.LATENT_ATTENTION
     )
