@@ -141,9 +141,12 @@ def test_without_torch_dtype_the_model_counts_as_float32():
 @pytest.mark.parametrize("field", ["num_hidden_layers", "num_attention_heads", "hidden_size",
                                    "intermediate_size", "vocab_size"])
 def test_missing_field_is_named(field):
-    cfg = {k: v for k, v in LLAMA_LIKE.items() if k != field}
+    """A model type transformers does not know has no class defaults: a missing size is named."""
+    cfg = {k: v for k, v in UNKNOWN.items() if k != field}
     with pytest.raises(ValueError, match=field):
         model_from_config(cfg)
+    _, notes = model_from_config({k: v for k, v in LLAMA_LIKE.items() if k != field})
+    assert any(n.startswith(f"{field} not given: using") for n in notes)  # Llama's class default
 
 
 @pytest.mark.parametrize(
@@ -200,7 +203,7 @@ def test_unknown_family_with_an_unknown_part_is_refused(cfg, field):
 @pytest.mark.parametrize(
     ("cfg", "field"),
     [  # fields of a known family that describe something this calculator does not count
-        ({**LLAMA_LIKE, "model_type": "gemma3", "text_config": {}}, "gemma3"),
+        ({**LLAMA_LIKE, "model_type": "gemma3"}, "no text_config"),
         ({**LLAMA_LIKE, "model_type": "gemma3_text", "use_bidirectional_attention": True},
          "use_bidirectional_attention"),
         ({**LLAMA_LIKE, "model_type": "gpt2", "add_cross_attention": True}, "add_cross_attention"),
@@ -349,7 +352,8 @@ def test_cli_rejects_a_bad_accelerator(value):
 
 def test_cli_names_the_missing_field(tmp_path):
     cfg = tmp_path / "config.json"
-    cfg.write_text(json.dumps({k: v for k, v in GPT_LIKE.items() if k != "vocab_size"}))
+    cfg.write_text(json.dumps({k: v for k, v in {**GPT_LIKE, "model_type": "something_new"}.items()
+                               if k != "vocab_size"}))
     done = run_cli("report", str(cfg))
     assert done.returncode == 1
     assert "vocab_size" in done.stderr and done.stdout == ""

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from .chips import parse_accelerator
-from .config import example_config_path, example_configs, read_config
+from .config import ROUTES, example_config_path, example_configs, read_config
 from .report import format_report, report
 
 
@@ -69,10 +69,31 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the numbers as JSON instead of a table",
     )
+    rep.add_argument(
+        "--route",
+        default="auto",
+        choices=ROUTES,
+        help="'layout' counts by the calculator's own layout of the family (pure "
+        "Python), 'transformers' by the model transformers builds on the meta device; "
+        "'auto' (the default) takes the layout when the family has one",
+    )
     commands.add_parser(
         "configs", help="list the example configs shipped with the library"
     )
+    fam = commands.add_parser(
+        "families",
+        help="list every model type transformers builds and the route taken for it",
+    )
+    fam.add_argument("--json", action="store_true", help="print the list as JSON")
     return parser
+
+
+def _families(args: argparse.Namespace) -> str:
+    from . import meta_route
+    from .coverage import families, families_text
+
+    rows = families(meta_route.available())
+    return json.dumps(rows, indent=2) if args.json else families_text(rows)
 
 
 def _one_line(err: BaseException) -> str:
@@ -86,7 +107,7 @@ def _report(args: argparse.Namespace) -> str:
             path = example_config_path(args.config)  # a shipped example by name
         except ValueError as err:
             raise ValueError(f"no file {args.config!r}, and {err}") from None
-    model, notes = read_config(path)
+    model, notes = read_config(path, route=args.route)
     result = report(model, args.accelerator, notes=notes)
     return (
         json.dumps(result, indent=2, allow_nan=False)
@@ -109,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "configs":
             text = "\n".join(f"{path.stem:<16} {path}" for path in example_configs())
+        elif args.command == "families":
+            text = _families(args)
         else:
             text = _report(args)
     except (OSError, ValueError, ArithmeticError, RecursionError, MemoryError) as err:

@@ -2,29 +2,33 @@
 silently.
 
 Only the sizes are read: no weights, nothing from the internet. The file's
-``model_type`` names its family, and ``families/`` reads the family the way the
-``transformers`` library does: the family's own field names and aliases, the defaults
-of its config class for fields the file leaves out, and the layout of its blocks
-(normalisations, biases, position table, attention kind, windowed layers, experts,
-running-summary layers). The result is a ``Model`` whose ``layout`` holds every part,
-and a list of notes: which family it was read as, each default used, and where
-``transformers`` itself stores more than the architecture needs.
+``model_type`` names its family, and a model is counted by one of two routes, which the
+notes and the report name:
+
+- the calculator's own layout of the family (``families/``), read the way
+  ``transformers`` reads it: the family's own field names and aliases, the defaults of
+  its config class for fields the file leaves out (shipped as data, ``catalog.py``), and
+  the layout of its blocks; pure Python;
+- for a decoder ``transformers`` builds that has no layout here, the model
+  ``transformers`` builds on the meta device (``meta_route.py``), when it is installed.
+
+A vision-language file is counted by its language model, from its ``text_config``.
 
 Refused, with one line naming the field:
 
 - a missing size, or a field with a value of the wrong kind or size;
-- a field that changes a count in some family but is not read by this one (a window, an
-  expert count, a key-value head count, a bias, ...), since the count could not follow
-  it;
+- a field (or, for a field the file leaves out, a class default) that changes a count in
+  some family but is not read by this one (a window, an expert count, a key-value head
+  count, a bias, ...), since the count could not follow it;
 - ``quantization_config`` (the weights are stored in another format than
-  ``torch_dtype``), ``per_layer_config`` (layers that differ field by field) and
-  encoder-decoder models;
-- for a ``model_type`` the calculator does not know: anything beyond the plain Llama
-  layout (two norms a layer, no biases, no position table, one dense feed-forward part)
-  and a short list of fields that change no count. Such a file must say
-  ``tie_word_embeddings``, and whether its feed-forward part is gated is taken from
-  ``"gated_ffn": true|false`` or else from the activation's name; ``rms_norm_eps`` means
-  RMSNorm and ``layer_norm_eps`` LayerNorm.
+  ``torch_dtype``), ``per_layer_config`` (layers that differ field by field), and files
+  that are encoders or encoder-decoders (``model_type``, ``architectures``);
+- for a ``model_type`` neither the calculator nor ``transformers`` knows: anything
+  beyond the plain Llama layout (two norms a layer, no biases, no position table, one
+  dense feed-forward part) and a short list of fields that change no count. Such a file
+  must say ``tie_word_embeddings``, and whether its feed-forward part is gated is taken
+  from ``"gated_ffn": true|false`` or else from the activation's name; ``rms_norm_eps``
+  means RMSNorm and ``layer_norm_eps`` LayerNorm.
 
 ``torch_dtype`` (or ``dtype``) must be float32 (4 bytes a number), float16 or bfloat16
 (2); without it the model counts as float32, which is what ``transformers`` builds then
@@ -37,14 +41,16 @@ import dataclasses
 import json
 from pathlib import Path
 
+from .catalog import TRANSFORMERS_VERSION, defaults, kind
+from .context import context_limit
 from .families import GENERIC, GPT2_NAMES, Family, Reader, family_for, short
 from .families.rules_layers import width_field
 from .layout import Layout
 from .model import Model
-from .refusals import refuse_global, refuse_unread
+from .refusals import language_model, refuse_global, refuse_kind, refuse_unread
 
-__all__ = ["DTYPE_BYTES", "model_from_config", "read_config", "example_configs",
-           "example_config_path"]
+__all__ = ["DTYPE_BYTES", "ROUTES", "model_from_config", "read_config",
+           "example_configs", "example_config_path"]
 
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 """Bytes a number takes for each ``torch_dtype`` the reader accepts."""
@@ -193,9 +199,21 @@ def _layout_notes(layout: Layout, bpn: int, cfg: dict) -> list[str]:
     return notes
 
 
-def model_from_config(cfg: dict, name: str = "model") -> tuple[Model, list[str]]:
+ROUTES = ("auto", "layout", "transformers")
+"""How a config may be counted: ``layout`` by the calculator's own layout of its family
+(pure Python), ``transformers`` by building the model with ``transformers`` on the meta
+device, ``auto`` the layout when the family has one and otherwise ``transformers`` when
+it is installed."""
+
+
+def model_from_config(
+    cfg: dict, name: str = "model", route: str = "auto"
+) -> tuple[Model, list[str]]:
     """The ``Model`` (its exact layout and number format) a config dictionary describes,
-    and the notes saying which family it was read as and every default and rule used."""
+    and the notes saying which family and route it was read by and every default and
+    rule used."""
+    if route not in ROUTES:
+        raise ValueError(f"route must be one of {', '.join(ROUTES)}, got {route!r}")
     if not isinstance(cfg, dict):
         raise ValueError(f"a config must be a JSON object, got {type(cfg).__name__}")
     model_type = cfg.get("model_type")
@@ -204,7 +222,53 @@ def model_from_config(cfg: dict, name: str = "model") -> tuple[Model, list[str]]
             f"config field model_type must be a string, got {short(model_type)}"
         )
     refuse_global(cfg)
+    refuse_kind(cfg)
+    language = language_model(cfg)
+    if language is not None:
+        text, note = language
+        model, notes = model_from_config(text, name, route)
+        return model, [note, *notes]
     family = family_for(model_type)
+    notes: list[str] = []
+    if family is GENERIC and route != "layout" and kind(model_type or "") == "decoder":
+        return _measured(cfg, name, route, model_type)
+    if route == "transformers":
+        return _measured(cfg, name, route, model_type)
+    if family is GENERIC and kind(model_type or "") == "decoder":
+        raise ValueError(
+            f"model_type {model_type!r} is a decoder transformers builds, which this "
+            "calculator has no layout for: without the layout route it is not counted"
+        )
+    model, notes = _from_layout(cfg, name, family, model_type)
+    return _with_context(model, cfg), notes
+
+
+def _measured(cfg, name, route, model_type) -> tuple[Model, list[str]]:
+    """The model transformers builds from ``cfg`` on the meta device, or a refusal."""
+    from . import meta_route
+
+    if not meta_route.available():
+        raise ValueError(
+            f"model_type {model_type!r} has no layout in this calculator; with torch "
+            f"and transformers {TRANSFORMERS_VERSION} installed it is counted from the "
+            "model transformers builds on the meta device"
+        )
+    notes: list[str] = []
+    bpn = _bytes_per_number(cfg, notes)
+    model = meta_route.measure(cfg, bpn, name)
+    why = "" if route == "transformers" else " (no layout of its own here)"
+    notes.insert(
+        0,
+        f"route: transformers built {model.layout.family} on the meta device{why}: "
+        "parameters and bytes counted from its tensors, the cache from two meta-device "
+        "forward passes; the times take a pair's work from each layer's cached key and "
+        "value channels",
+    )
+    return _with_context(model, cfg), notes
+
+
+def _from_layout(cfg, name, family, model_type) -> tuple[Model, list[str]]:
+    """The model of ``cfg`` by the calculator's own layout of its family."""
     known = family is not GENERIC
     notes: list[str] = []
     if not known:
@@ -219,7 +283,7 @@ def model_from_config(cfg: dict, name: str = "model") -> tuple[Model, list[str]]
             f"read as {family.title} ({model_type}), as transformers builds "
             f"it: {family.summary}"
         )
-    r = Reader(cfg, family.title)
+    r = Reader(cfg, family.title, defaults(model_type) if known else {})
     layout = family.build(r)
     bpn = _bytes_per_number(cfg, notes)
     model = Model(layout=layout, bytes_per_number=bpn, name=name)
@@ -245,12 +309,22 @@ def model_from_config(cfg: dict, name: str = "model") -> tuple[Model, list[str]]
     return model, notes + r.notes + _layout_notes(layout, bpn, cfg)
 
 
-def read_config(path: str | Path) -> tuple[Model, list[str]]:
+def _with_context(model: Model, cfg: dict) -> Model:
+    """``model`` with the context limit its file states."""
+    limit = context_limit(cfg, defaults(cfg.get("model_type") or ""))
+    return dataclasses.replace(model, context=limit)
+
+
+def read_config(path: str | Path, route: str = "auto") -> tuple[Model, list[str]]:
     """The model a ``config.json`` file describes (named after the file), and its
     notes."""
     path = Path(path)
     if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ValueError(f"the folder {str(path)!r} holds no config.json")
         path = path / "config.json"
+    if not path.is_file():
+        raise ValueError(f"no file {str(path)!r}")
     with path.open("rb") as f:
         data = f.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
@@ -273,7 +347,7 @@ def read_config(path: str | Path) -> tuple[Model, list[str]]:
         if path.name == "config.json" and path.parent.name
         else path.stem
     )
-    return model_from_config(cfg, name=stem)
+    return model_from_config(cfg, name=stem, route=route)
 
 
 def example_configs() -> list[Path]:

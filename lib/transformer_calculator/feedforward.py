@@ -92,7 +92,8 @@ class Experts(FeedForwardPart):
 
     ``shared`` is an expert every token uses (DeepSeek, Qwen2-MoE; None: no shared
     expert), ``shared_gate`` a learned scalar gate on it (Qwen2-MoE); ``router_float32``
-    marks a router held in float32."""
+    marks a router held in float32; ``router_extra`` counts numbers held beside the
+    router's weights (ERNIE-4.5's score-correction bias)."""
 
     width: int
     count: int
@@ -101,6 +102,7 @@ class Experts(FeedForwardPart):
     shared: FeedForward | None = None
     shared_gate: bool = False
     router_float32: bool = False
+    router_extra: int = 0
 
     @property
     def expert_parameters(self) -> int:
@@ -109,8 +111,8 @@ class Experts(FeedForwardPart):
 
     @property
     def router_parameters(self) -> int:
-        """Weights of the router, a count."""
-        return self.count * self.width
+        """Weights of the router and any numbers beside them, a count."""
+        return self.count * self.width + self.router_extra
 
     @property
     def always_used(self) -> int:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .context import ContextLimit
 from .feedforward import Experts, FeedForward
 from .layout import Layout
+from .measured import MeasuredMixer
 from .mixers import Attention, LatentAttention
 
 __all__ = ["Model"]
@@ -15,13 +17,22 @@ __all__ = ["Model"]
 @dataclass(frozen=True)
 class Model:
     """A published decoder: every part (``layout``), held at ``bytes_per_number`` bytes
-    a number, under a ``name``."""
+    a number, under a ``name``; ``route`` says how it was counted: ``"layout"`` from
+    the calculator's own layout of its family, ``"transformers"`` from the model
+    ``transformers`` builds on the meta device (``meta_route.py``); ``context``: the
+    longest sequence it was built for, when its config states one."""
 
     layout: Layout
     bytes_per_number: int
     name: str = field(default="model", compare=False)
+    route: str = field(default="layout", compare=False)
+    context: ContextLimit | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
+        if self.route not in ("layout", "transformers"):
+            raise ValueError(
+                f"route must be layout or transformers, got {self.route!r}"
+            )
         if self.bytes_per_number not in (1, 2, 4, 8):
             raise ValueError(
                 f"bytes_per_number must be 1, 2, 4 or 8, got {self.bytes_per_number!r}"
@@ -34,7 +45,9 @@ class Model:
         """The model in a few sizes, for display: the first attention layer's heads (a
         latent layer shares one latent among its heads, like multi-query; a model
         without attention shows one head as wide as the model), the first feed-forward
-        part's width, and the layout's own sizes."""
+        part's width and whether it is gated (None for a model counted from what
+        ``transformers`` builds, whose parts are measured, not laid out), and the
+        layout's own sizes."""
         layout = self.layout
         first = next(
             (
@@ -44,7 +57,18 @@ class Model:
             ),
             None,
         )
-        if isinstance(first, Attention):
+        measured = next(
+            (
+                b.mixer
+                for b in layout.blocks
+                if isinstance(b.mixer, MeasuredMixer) and b.mixer.heads
+            ),
+            None,
+        )
+        if first is None and measured is not None:
+            heads, kv_heads = measured.heads, measured.kv_heads
+            head_dim = measured.head_dim
+        elif isinstance(first, Attention):
             heads, kv_heads, head_dim = first.heads, first.kv_heads, first.head_dim
         elif isinstance(first, LatentAttention):
             heads, kv_heads, head_dim = first.heads, 1, first.nope_dim + first.rope_dim
@@ -52,6 +76,9 @@ class Model:
             heads, kv_heads, head_dim = 1, 1, layout.width
         ffn = next((b.ffn for b in layout.blocks if b.ffn is not None), None)
         gated = isinstance(ffn, Experts) or (isinstance(ffn, FeedForward) and ffn.gated)
+        inner = ffn.inner if ffn is not None else layout.width
+        if self.route == "transformers":
+            inner = gated = None
         return {
             "name": self.name,
             "layers": len(layout.blocks),
@@ -59,7 +86,7 @@ class Model:
             "kv_heads": kv_heads,
             "head_dim": head_dim,
             "width": layout.width,
-            "ffn_width": ffn.inner if ffn is not None else layout.width,
+            "ffn_width": inner,
             "vocab": layout.vocab,
             "gated_ffn": gated,
             "tied_embeddings": layout.tied,

@@ -3,9 +3,16 @@ change a count, and files that describe something other than a decoder-only mode
 
 from __future__ import annotations
 
+from .catalog import KINDS, entry, kind
 from .families import STRUCTURE_FIELDS, Family, Reader, short
 
-__all__ = ["HARMLESS_FIELDS", "refuse_unread", "refuse_global"]
+__all__ = [
+    "HARMLESS_FIELDS",
+    "refuse_unread",
+    "refuse_global",
+    "refuse_kind",
+    "language_model",
+]
 
 HARMLESS_FIELDS = frozenset(
     {
@@ -131,6 +138,24 @@ def refuse_unread(
                 f"{family.title} models in "
                 f"transformers{hint}, so the count cannot follow it"
             )
+    if known:
+        _refuse_unread_defaults(cfg, r, family, used)
+
+
+def _refuse_unread_defaults(
+    cfg: dict, r: Reader, family: Family, used: dict[str, int]
+) -> None:
+    """Stop at a class default (for a field the file leaves out) that could change a
+    count but was not read for this family."""
+    for key, value in sorted(r.defaults.items()):
+        if key in cfg or key in r.read or _neutral(value) or used.get(key) == value:
+            continue
+        if key in STRUCTURE_FIELDS:
+            raise ValueError(
+                f"config field {key} is left out, and its {family.title} default in "
+                f"transformers ({short(value)}) is not read by this calculator's "
+                "layout, so the count cannot follow it"
+            )
 
 
 def refuse_global(cfg: dict) -> None:
@@ -156,3 +181,79 @@ def refuse_global(cfg: dict) -> None:
         )
 
 
+
+
+_NOT_DECODER_ARCHITECTURES = (
+    "ForMaskedLM",
+    "ForPreTraining",
+    "ForSeq2SeqLM",
+    "ForSequenceClassification",
+    "ForTokenClassification",
+    "ForQuestionAnswering",
+    "EncoderModel",
+    "EncoderDecoderModel",
+    "ForSpeechSeq2Seq",
+    "ForImageClassification",
+)
+"""Endings of ``architectures`` names that are not a decoder writing tokens."""
+
+
+def refuse_kind(cfg: dict) -> None:
+    """Stop at a file that describes an encoder, an encoder-decoder or something else
+    than a decoder, from its ``model_type`` and ``architectures``."""
+    model_type = cfg.get("model_type")
+    found = kind(model_type) if isinstance(model_type, str) else None
+    if found in ("encoder", "encoder-decoder"):
+        raise ValueError(f"model_type {model_type!r} is {KINDS[found]}")
+    if found == "other" and not isinstance(cfg.get("text_config"), dict):
+        raise ValueError(f"model_type {model_type!r} is {KINDS['other']}")
+    names = cfg.get("architectures")
+    if isinstance(names, list) and found != "decoder":
+        for name in names:
+            if isinstance(name, str) and name.endswith(_NOT_DECODER_ARCHITECTURES):
+                raise ValueError(
+                    f"config field architectures names {name}, which is not a "
+                    "decoder-only language model: this calculator covers those"
+                )
+
+
+def language_model(cfg: dict) -> tuple[dict, str] | None:
+    """For a file of a model with a vision or audio tower beside its language model,
+    the language model's own config (from ``text_config``) and a note saying so; None
+    for any other file."""
+    model_type = cfg.get("model_type")
+    found = entry(model_type) if isinstance(model_type, str) else None
+    if found is None or found["kind"] not in ("multimodal", "other"):
+        return None
+    text = cfg.get("text_config")
+    if not isinstance(text, dict):
+        raise ValueError(
+            f"model_type {model_type!r} is {KINDS[found['kind']]}, and the file has no "
+            "text_config to count its language model from"
+        )
+    text = dict(text)
+    text_type = text.get("model_type") or found.get("text")
+    if not isinstance(text_type, str) or kind(text_type) != "decoder":
+        raise ValueError(
+            f"model_type {model_type!r} is {KINDS[found['kind']]}, and its language "
+            f"model ({text_type!r}) is not a decoder transformers builds on its own"
+        )
+    text["model_type"] = text_type
+    top_dtype = [k for k in ("torch_dtype", "dtype") if cfg.get(k) is not None]
+    if top_dtype:  # the whole model is built at the top level's format
+        text.pop("dtype", None)
+        text["torch_dtype"] = cfg[top_dtype[0]]
+    top, inner = cfg.get("tie_word_embeddings"), text.get("tie_word_embeddings")
+    if top is not None and inner is not None and top != inner:
+        raise ValueError(
+            "config fields tie_word_embeddings and text_config.tie_word_embeddings "
+            "disagree: which output head the model has cannot be told"
+        )
+    if top is not None:
+        text["tie_word_embeddings"] = top
+    note = (
+        f"model_type {model_type!r} is {KINDS[found['kind']]}: counted here is its "
+        f"language model alone, from text_config (model_type {text_type!r}); the "
+        "towers and the projector that feeds them in are left out"
+    )
+    return text, note

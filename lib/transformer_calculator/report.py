@@ -17,6 +17,7 @@ from transformer_arithmetic.units import KIB, rates_text, size_text
 
 from . import costs
 from .feedforward import Experts
+from .measured import MeasuredExperts
 from .model import Model
 from .mixers import MixerKind
 
@@ -91,8 +92,18 @@ def report(
         for b in batches
     ]
     window = m.layout.longest_window
+    limit = m.context.tokens if m.context else None
+    for row in fit_rows + time_rows:
+        tokens = row.get("tokens", row.get("context"))
+        row["beyond_context_limit"] = _beyond(tokens, limit)
+    for row in batch_rows:
+        row["beyond_context_limit"] = _beyond(batch_context, limit)
     result = {
         "model": _model(m),
+        "route": m.route,
+        "context_limit": (
+            {"tokens": limit, "source": m.context.source} if m.context else None
+        ),
         "accelerator": {
             "name": acc.name,
             "flops_per_s": float(acc.flops_per_s),
@@ -108,6 +119,7 @@ def report(
         "windows_full_at": window if window else None,
         "running_summary_bytes": costs.state_bytes(m),
         "longest_conversation": longest,
+        "longest_conversation_beyond_context_limit": _beyond(longest, limit),
         "lengths": fit_rows,
         "decode": time_rows,
         "batch_context": batch_context,
@@ -120,10 +132,27 @@ def report(
     return result
 
 
+def _beyond(tokens: int | None, limit: int | None) -> bool:
+    """True when ``tokens`` is past the context the model was built for."""
+    return limit is not None and tokens is not None and tokens > limit
+
+
+_ROUTES = {
+    "layout": "the calculator's own layout of this family (pure Python)",
+    "transformers": "the model transformers builds on the meta device",
+}
+
+
+def _star(text: str, row: dict) -> str:
+    return text + (" *" if row["beyond_context_limit"] else "")
+
+
 def _model(m: Model) -> dict:
     """The model's description: a few sizes, its family and the kinds of its layers."""
     layout = m.layout
-    experts = [b.ffn for b in layout.blocks if isinstance(b.ffn, Experts)]
+    experts = [
+        b.ffn for b in layout.blocks if isinstance(b.ffn, (Experts, MeasuredExperts))
+    ]
     attention = layout.count(MixerKind.ATTENTION) + layout.count(
         MixerKind.LATENT_ATTENTION
     )
@@ -188,6 +217,14 @@ def format_report(r: dict) -> str:
         f"{m['bytes_per_number']} bytes a number",
     ]
     lines += [f"  {kind}" for kind in m["layer_kinds"]]
+    limit = r["context_limit"]
+    lines.append(f"  counted by {_ROUTES[r['route']]}")
+    lines.append(
+        f"  context limit {limit['tokens']:,} tokens ({limit['source']}); lengths "
+        "past it are marked *"
+        if limit
+        else "  context limit: the file states none"
+    )
     lines += [
         f"Accelerator {a['name']}: {rates_text(a['flops_per_s'], a['bytes_per_s'])}, "
         f"{_bytes(a['memory_bytes'])}",
@@ -235,10 +272,15 @@ def format_report(r: dict) -> str:
             "fits"
         )
     else:
+        beyond = (
+            f"; beyond the {limit['tokens']:,} the model was built for"
+            if r["longest_conversation_beyond_context_limit"]
+            else ""
+        )
         lines.append(
             f"Longest conversation        {r['longest_conversation']:,} "
             "tokens "
-            "(cache in the memory left after the weights)"
+            f"(cache in the memory left after the weights{beyond})"
         )
     if r["pairs_pass_weights_at"] is None:
         why = (
@@ -258,7 +300,7 @@ def format_report(r: dict) -> str:
         ["tokens", "cache", "conversations that fit"],
         [
             [
-                f"{row['tokens']:,}",
+                _star(f"{row['tokens']:,}", row),
                 _bytes(row["cache_bytes"]),
                 f"{row['conversations_that_fit']:,}",
             ]
@@ -273,7 +315,7 @@ def format_report(r: dict) -> str:
         ["context", "time per token", "tokens/s", "limited by", "prefill of context"],
         [
             [
-                f"{row['context']:,}",
+                _star(f"{row['context']:,}", row),
                 _seconds(row["seconds_per_token"]),
                 f"{row['tokens_per_s']:,.1f}",
                 row["limited_by"],
@@ -309,6 +351,12 @@ def format_report(r: dict) -> str:
             for row in r["throughput"]
         ],
     )
+    if limit and any(row["beyond_context_limit"] for row in r["lengths"]):
+        lines += [
+            "",
+            f"  * beyond the {limit['tokens']:,} tokens the model was built for: the "
+            "arithmetic still holds there, but the model was not trained for it",
+        ]
     lines += ["", "Assumptions"]
     lines += [f"  - {note}" for note in r["notes"]]
     lines += [

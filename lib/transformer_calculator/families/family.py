@@ -11,7 +11,8 @@ from ..mixers import Attention, LatentAttention
 from .parts import NORM_NAMES, NORM_NUMBERS, Flag, QKNorm, resolve
 from .reader import MAX_LAYERS, Reader, short
 from .rules_attention import Windows, head_dim_from_field, kv_from_field
-from .rules_layers import Ffns, Mixers, width_field
+from .rules_experts import Ffns
+from .rules_layers import Mixers, width_field
 
 __all__ = ["LLAMA_NAMES", "GPT2_NAMES", "Family"]
 
@@ -25,6 +26,13 @@ GPT2_NAMES = {
     "width": ("n_embd", "hidden_size"),
     "heads": ("n_head", "num_attention_heads"),
 }
+
+
+_ATTENTION_FIELDS = {
+    "num_key_value_heads", "num_attention_heads", "head_dim", "attention_bias",
+    "sliding_window", "layer_types",
+}
+"""Fields only attention layers read."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +77,7 @@ class Family:
     position_offset: int = 0
     embedding_norm: bool = False
     embedding_width: tuple[str, ...] = ()
-    head_bias: bool = False
+    head_bias: bool | Flag = False
     tied: bool | None = False
     windows: Windows | None = None
     experts: Ffns | None = None
@@ -100,6 +108,8 @@ class Family:
             if any(m is None for m in mixers)
             else None
         )
+        if attention is None:  # no attention layer reads these
+            r.read.update(_ATTENTION_FIELDS)
         ffns = self._ffns(r, layers, width)
         norms = resolve(self.norms_per_layer, r) * norm
         blocks = tuple(
@@ -135,7 +145,7 @@ class Family:
             positions=positions,
             embedding_norm=norm if self.embedding_norm else 0,
             embedding_width=embedding_width if embedding_width != width else None,
-            head_bias=self.head_bias,
+            head_bias=resolve(self.head_bias, r),
             family=self.title,
             norm_numbers=per_channel,
             norm="LayerNorm without bias"

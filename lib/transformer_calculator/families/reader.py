@@ -22,9 +22,12 @@ class Reader:
     """A config dictionary read field by field, for one family: every field it reads is
     remembered, and every default it falls back on is written down in ``notes``."""
 
-    def __init__(self, cfg: Mapping[str, Any], title: str) -> None:
+    def __init__(
+        self, cfg: Mapping[str, Any], title: str, defaults: Mapping[str, Any] = {}
+    ) -> None:
         self.cfg = cfg
         self.title = title
+        self.defaults = defaults
         self.notes: list[str] = []
         self.read: set[str] = set()
 
@@ -40,7 +43,13 @@ class Reader:
                     f"config fields {found[0][0]}={found[0][1]!r} and {n}={v!r} "
                     "disagree"
                 )
-        return found[0] if found else None
+        if found:
+            return found[0]
+        for n in names:  # left out of the file: the config class's default
+            if n not in self.cfg and self.defaults.get(n) is not None:
+                self.default(n, self.defaults[n])
+                return n, self.defaults[n]
+        return None
 
     def given(self, *names: str) -> bool:
         """True if one of ``names`` is present and not null."""

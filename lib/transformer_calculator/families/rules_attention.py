@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .reader import Reader, whole_field
+from .reader import Reader, short, whole_field
 
 # --- attention ------------------------------------------------------------------------
 
@@ -212,4 +212,89 @@ def windows_gemma3(r: Reader, layers: int) -> list[int | None]:
         )
     return _windows_from_types(
         r, layers, _window_size(r, 4096), lambda i: (i + 1) % every != 0
+    )
+
+
+def kv_required(r: Reader, heads: int) -> int:
+    """``num_key_value_heads``, which the family needs stated (Nemotron's
+    ``NemotronAttention`` divides by it: left out or null, transformers cannot build the
+    model)."""
+    return r.whole("num_key_value_heads")
+
+
+def head_dim_required(r: Reader, width: int, heads: int) -> int:
+    """``head_dim``, which the family needs stated (HunYuan's and Ministral's attention
+    take ``config.head_dim`` as it is: left out or null, transformers cannot build
+    them)."""
+    return r.whole("head_dim")
+
+
+def windows_ministral(r: Reader, layers: int) -> list[int | None]:
+    """Ministral (``MinistralConfig``): ``layer_types``, or else every layer sees the
+    last ``sliding_window`` (default 4,096) positions when it is set."""
+    window = _window_size(r, 4096)
+    return _windows_from_types(r, layers, window, lambda i: window is not None)
+
+
+def windows_olmo3(r: Reader, layers: int) -> list[int | None]:
+    """OLMo-3 (``Olmo3Config``): ``layer_types``, or else three windowed layers (of
+    ``sliding_window``, default 4,096) then a full one."""
+    return _windows_from_types(r, layers, _window_size(r, 4096), lambda i: (i + 1) % 4)
+
+
+def windows_exaone4(r: Reader, layers: int) -> list[int | None]:
+    """EXAONE-4 (``Exaone4Config``): ``layer_types``, or else every
+    ``sliding_window_pattern``-th layer (default 4) is full and the others see the last
+    ``sliding_window`` (default 4,096); without a window transformers divides by a
+    pattern of 0 and cannot lay the layers out."""
+    window = _window_size(r, 4096)
+    if window is None and not r.given("layer_types"):
+        raise ValueError(
+            "config field sliding_window is null and layer_types is not given: "
+            "transformers' EXAONE-4 config then has no pattern to lay the layers out"
+        )
+    every = r.whole("sliding_window_pattern", default=4)
+    return _windows_from_types(r, layers, window, lambda i: (i + 1) % every != 0)
+
+
+def windows_cohere2(r: Reader, layers: int) -> list[int | None]:
+    """Cohere-2 (``Cohere2Config``): ``layer_types``, or else every
+    ``sliding_window_pattern``-th layer (default 4) is full and the others see the last
+    ``sliding_window`` (default 4,096)."""
+    every = r.whole("sliding_window_pattern", default=4)
+    return _windows_from_types(
+        r, layers, _window_size(r, 4096), lambda i: (i + 1) % every != 0
+    )
+
+
+def windows_smollm3(r: Reader, layers: int) -> list[int | None]:
+    """SmolLM3 (``SmolLM3Config``): with ``use_sliding_window`` (default false) and a
+    ``sliding_window``, the layers without rotary positions (``no_rope_layers``, or
+    every ``no_rope_layer_interval``-th, default 4) are windowed; ``layer_types``
+    overrides. The attention is windowed only with ``use_sliding_window``, so a
+    ``layer_types`` with windowed layers needs it."""
+    use = r.flag("use_sliding_window", False)
+    window = _window_size(r, None) if use else None
+    r.read.update({"sliding_window", "no_rope_layers", "no_rope_layer_interval"})
+    found = r.raw(("no_rope_layers",))
+    if found is not None:
+        value = found[1]
+        if not isinstance(value, list) or len(value) != layers:
+            raise ValueError(
+                f"config field no_rope_layers must list a 0 or 1 for each of the "
+                f"{layers} layers, got {short(value)}"
+            )
+        has_rope = [bool(v) for v in value]
+    else:
+        every = r.whole("no_rope_layer_interval", default=4)
+        has_rope = [(i + 1) % every != 0 for i in range(layers)]
+    types = r.layer_list("layer_types", layers, ("full_attention", "sliding_attention"))
+    if types and "sliding_attention" in types and window is None:
+        raise ValueError(
+            "config field layer_types marks windowed layers but use_sliding_window is "
+            "false (or sliding_window null): transformers' SmolLM3 attention then sees "
+            "every position while its cache keeps a window"
+        )
+    return _windows_from_types(
+        r, layers, window, lambda i: window is not None and not has_rope[i]
     )

@@ -1,178 +1,18 @@
-"""Rules for the other parts of a layer: which layers hold a mixture of experts, which
-are running summaries (Mamba) instead of attention, how many normalisations a block has
-and how wide the feed-forward part is. Each rule says in its docstring which
+"""Rules for the other parts of a layer: which layers are running summaries (Mamba)
+instead of attention, how many normalisations a block has and how wide the feed-forward
+part is (experts: ``rules_experts.py``). Each rule says in its docstring which
 ``transformers`` code it follows (``transformers`` 5.24)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable
 
-from ..feedforward import Experts, FeedForward
 from ..mixers import Mamba, Mamba2
-from .parts import Flag, resolve
 from .reader import Reader, short, whole_field
 
-# --- mixtures of experts -------------------------------------------------------
 
-Ffns = Callable[[Reader, int, int], list[Experts | None]]
-
-
-def _experts(
-    r: Reader,
-    width: int,
-    count_names: Sequence[str],
-    count_default: int | None,
-    per_token_default: int | None,
-    inner: int,
-    **kw: Any,
-) -> Experts:
-    count = r.whole(*count_names, default=count_default)
-    per_token = r.whole("num_experts_per_tok", default=per_token_default)
-    if per_token > count:
-        raise ValueError(
-            f"config field num_experts_per_tok={per_token} is more than "
-            f"the {count} experts"
-        )
-    return Experts(width=width, count=count, per_token=per_token, inner=inner, **kw)
-
-
-def experts_every_layer(r: Reader, layers: int, width: int) -> list[Experts | None]:
-    """Mixtral: every layer holds ``num_local_experts`` (default 8) experts of
-    ``intermediate_size``, ``num_experts_per_tok`` (default 2) for each token."""
-    e = _experts(
-        r,
-        width,
-        ("num_local_experts", "num_experts"),
-        8,
-        2,
-        r.whole("intermediate_size"),
-    )
-    return [e] * layers
-
-
-def experts_qwen(
-    shared: bool, count_default: int, per_token_default: int, inner_default: int
-) -> Ffns:
-    """Qwen2-MoE and Qwen3-MoE: layers not in ``mlp_only_layers`` and at every
-    ``decoder_sparse_step``-th place hold ``num_experts`` experts of
-    ``moe_intermediate_size`` (Qwen2-MoE adds a gated shared expert of
-    ``shared_expert_intermediate_size``); the other layers have a dense feed-forward
-    part of ``intermediate_size``."""
-
-    def rule(r: Reader, layers: int, width: int) -> list[Experts | None]:
-        count = r.whole(
-            "num_experts", "num_local_experts", default=count_default, minimum=0
-        )
-        step = r.whole("decoder_sparse_step", default=1)
-        dense_only = _index_list(r, "mlp_only_layers", layers)
-        if count == 0:
-            return [None] * layers
-        inner = r.whole("moe_intermediate_size", default=inner_default)
-        extra: dict[str, Any] = {}
-        if shared:
-            extra = {
-                "shared": FeedForward(
-                    width,
-                    r.whole("shared_expert_intermediate_size", default=5632),
-                    gated=True,
-                ),
-                "shared_gate": True,
-            }
-        e = _experts(
-            r,
-            width,
-            ("num_experts", "num_local_experts"),
-            count_default,
-            per_token_default,
-            inner,
-            **extra,
-        )
-        return [
-            None if (i in dense_only or (i + 1) % step) else e for i in range(layers)
-        ]
-
-    rule.__doc__ = experts_qwen.__doc__
-    return rule
-
-
-def experts_deepseek(
-    count_default: int,
-    per_token_default: int | None,
-    inner_default: int,
-    shared_default: int,
-    dense_default: int,
-    shared_bias: bool | Flag,
-) -> Ffns:
-    """DeepSeek-V2/V3: the first ``first_k_dense_replace`` layers are dense; the rest
-    hold ``n_routed_experts`` experts of ``moe_intermediate_size``,
-    ``num_experts_per_tok`` a token, plus ``n_shared_experts`` shared experts (one
-    feed-forward part of their summed width) that every token uses. The router is held
-    in float32 (``DeepseekV3TopkRouter``)."""
-
-    def rule(r: Reader, layers: int, width: int) -> list[Experts | None]:
-        first_moe = r.whole("first_k_dense_replace", default=dense_default, minimum=0)
-        frequency = r.whole("moe_layer_freq", default=1)
-        if frequency != 1:
-            raise ValueError(
-                f"config field moe_layer_freq={frequency}: transformers "
-                "puts experts in every "
-                "layer after first_k_dense_replace, so a model with gaps "
-                "is not built as published"
-            )
-        inner = r.whole("moe_intermediate_size", default=inner_default)
-        n_shared = r.whole("n_shared_experts", default=shared_default, minimum=0)
-        shared = (
-            FeedForward(
-                width, inner * n_shared, gated=True, bias=resolve(shared_bias, r)
-            )
-            if n_shared
-            else None
-        )
-        e = _experts(
-            r,
-            width,
-            ("n_routed_experts", "num_experts", "num_local_experts"),
-            count_default,
-            per_token_default,
-            inner,
-            shared=shared,
-            router_float32=True,
-        )
-        return [None if i < first_moe else e for i in range(layers)]
-
-    rule.__doc__ = experts_deepseek.__doc__
-    return rule
-
-
-def experts_jamba(r: Reader, layers: int, width: int) -> list[Experts | None]:
-    """Jamba: layer i holds ``num_experts`` (default 16) experts of
-    ``intermediate_size`` when i % ``expert_layer_period`` (default 2) equals
-    ``expert_layer_offset`` (default 1)."""
-    period = r.whole("expert_layer_period", default=2)
-    offset = r.whole("expert_layer_offset", default=1, minimum=0)
-    if offset >= period:
-        raise ValueError(
-            f"config field expert_layer_offset={offset} must be smaller "
-            "than "
-            f"expert_layer_period={period}"
-        )
-    count = r.whole("num_experts", "num_local_experts", default=16)
-    if count == 1:
-        return [None] * layers
-    e = _experts(
-        r,
-        width,
-        ("num_experts", "num_local_experts"),
-        16,
-        2,
-        r.whole("intermediate_size"),
-    )
-    return [e if i % period == offset else None for i in range(layers)]
-
-
-def _index_list(r: Reader, name: str, layers: int) -> set[int]:
+def index_list(r: Reader, name: str, layers: int) -> set[int]:
     """The layer numbers config field ``name`` lists (none when absent)."""
     found = r.raw((name,))
     if found is None:
@@ -234,7 +74,7 @@ def mixers_jamba(r: Reader, layers: int, width: int) -> list[Mamba | Mamba2 | No
 def mixers_bamba(r: Reader, layers: int, width: int) -> list[Mamba | Mamba2 | None]:
     """Bamba: the layers listed in ``attn_layer_indices`` are attention, the others
     Mamba-2 mixers of ``mamba_n_heads`` heads (``BambaMixer``)."""
-    attention = _index_list(r, "attn_layer_indices", layers)
+    attention = index_list(r, "attn_layer_indices", layers)
     expand = r.whole("mamba_expand", default=2)
     inner = expand * width
     heads = r.whole("mamba_n_heads", default=128)
@@ -280,6 +120,30 @@ def mixers_mamba(r: Reader, layers: int, width: int) -> list[Mamba | Mamba2 | No
         dt_rank=_rank(r, "time_step_rank", width),
         conv_bias=r.flag("use_conv_bias", True),
         proj_bias=r.flag("use_bias", False),
+    )
+    return [mixer] * layers
+
+
+def mixers_mamba2(r: Reader, layers: int, width: int) -> list[Mamba | Mamba2 | None]:
+    """Mamba-2 (``Mamba2Mixer``): every layer is a Mamba-2 mixer of ``num_heads`` heads
+    of ``head_dim`` channels, ``expand * hidden_size`` in all, B and C in ``n_groups``
+    groups of ``state_size`` (``time_step_rank`` is not used)."""
+    r.read.update({"intermediate_size", "time_step_rank"})
+    inner = r.whole("expand", default=2) * width
+    heads = r.whole("num_heads", default=128)
+    head_dim = r.whole("head_dim", default=64)
+    groups = r.whole("n_groups", default=8)
+    if heads * head_dim != inner or heads % groups:
+        raise ValueError(
+            f"config fields num_heads={heads}, head_dim={head_dim} and "
+            f"n_groups={groups} "
+            f"do not make expand * hidden_size = {inner:,} channels in whole groups"
+        )
+    mixer = Mamba2(
+        width=width, inner=inner, heads=heads, head_dim=head_dim, groups=groups,
+        state_size=r.whole("state_size", default=128),
+        conv=r.whole("conv_kernel", default=4),
+        conv_bias=r.flag("use_conv_bias", True), proj_bias=r.flag("use_bias", False),
     )
     return [mixer] * layers
 

@@ -11,13 +11,17 @@ from __future__ import annotations
 from .family import GPT2_NAMES, LLAMA_NAMES, Family
 from .parts import Flag, QKNorm
 from .rules_attention import (
-    head_dim_fixed, head_dim_from_field, kv_all_heads, kv_falcon, kv_from_field,
-    kv_multi_query_flag, windows_all, windows_alternating, windows_gemma3,
-    windows_qwen2, windows_qwen2_moe, windows_qwen3_moe,
+    head_dim_fixed, head_dim_from_field, head_dim_required, kv_all_heads, kv_falcon,
+    kv_from_field, kv_multi_query_flag, kv_required, windows_all, windows_alternating,
+    windows_cohere2, windows_exaone4, windows_gemma3, windows_ministral, windows_olmo3,
+    windows_qwen2, windows_qwen2_moe, windows_qwen3_moe, windows_smollm3,
+)
+from .rules_experts import (
+    experts_deepseek, experts_ernie, experts_every_layer, experts_granite_shared,
+    experts_jamba, experts_qwen,
 )
 from .rules_layers import (
-    experts_deepseek, experts_every_layer, experts_jamba, experts_qwen,
-    final_norm_opt, mixers_bamba, mixers_jamba, mixers_mamba, norm_opt,
+    final_norm_opt, mixers_bamba, mixers_jamba, mixers_mamba, mixers_mamba2, norm_opt,
     norms_falcon, norms_parallel_flag, width_field, width_four_times,
 )
 
@@ -167,6 +171,87 @@ FAMILIES: tuple[Family, ...] = (
     Family("Bamba", ("bamba",), kv_heads=kv_from_field(8), mixers=mixers_bamba,
            qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS, mlp_bias=Flag("mlp_bias", False),
            summary="Mamba-2 layers with a few attention layers"),
+    Family("SmolLM3", ("smollm3",), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
+           mlp_bias=Flag("mlp_bias", False), windows=windows_smollm3,
+           summary=("the Llama layout; every fourth layer has no rotary positions and "
+                    "may be windowed")),
+    Family("Ministral", ("ministral",), head_dim=head_dim_required,
+           windows=windows_ministral,
+           summary="the Mistral layout, with windows layer by layer (layer_types)"),
+    Family("Ministral-3", ("ministral3",), head_dim=head_dim_from_field(),
+           windows=windows_all(None),
+           summary=("the Mistral layout with head_dim; windowed when sliding_window is "
+                    "set")),
+    Family("Seed-OSS", ("seed_oss",), head_dim=head_dim_from_field(),
+           qkv_bias=Flag("attention_bias", True),
+           out_bias=Flag("attention_out_bias", False),
+           mlp_bias=Flag("mlp_bias", False),
+           summary=("the Llama layout with biases on the query, key and value "
+                    "projections")),
+    Family("GLM", ("glm",), head_dim=head_dim_from_field(),
+           qkv_bias=Flag("attention_bias", True),
+           summary=("the Llama layout with query, key and value biases and a fused "
+                    "gate")),
+    Family("GLM-4", ("glm4",), head_dim=head_dim_from_field(),
+           qkv_bias=Flag("attention_bias", True), norms_per_layer=4,
+           summary=("GLM with four RMSNorms a layer (after attention and the "
+                    "feed-forward part too)")),
+    Family("OLMo-3", ("olmo3",), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
+           qk_norm=QKNorm("every head"), windows=windows_olmo3,
+           summary="OLMo-2 with three windowed layers to each full one"),
+    Family("ERNIE-4.5", ("ernie4_5",), head_dim=head_dim_from_field(),
+           qkv_bias=Flag("use_bias", False), out_bias=Flag("use_bias", False),
+           mlp_bias=Flag("use_bias", False),
+           summary="the Llama layout, with biases everywhere when use_bias is set"),
+    Family("ERNIE-4.5-MoE", ("ernie4_5_moe",), head_dim=head_dim_from_field(),
+           qkv_bias=Flag("use_bias", False), out_bias=Flag("use_bias", False),
+           mlp_bias=Flag("use_bias", False), head_bias=Flag("use_bias", False),
+           experts=experts_ernie,
+           summary=("ERNIE-4.5 with experts and shared experts from "
+                    "moe_layer_start_index on")),
+    Family("EXAONE-4", ("exaone4",), head_dim=head_dim_from_field(),
+           qk_norm=QKNorm("head"),
+           windows=windows_exaone4,
+           summary=("norms after attention and the feed-forward part, queries and keys "
+                    "normalised; three windowed layers to each full one")),
+    Family("Cohere-2", ("cohere2",), head_dim=head_dim_fixed, norm="scale",
+           norms_per_layer=1, qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS, tied=True,
+           windows=windows_cohere2,
+           summary=("parallel attention and feed-forward after one LayerNorm without "
+                    "bias; three windowed layers to each full one")),
+    Family("HunYuan dense", ("hunyuan_v1_dense",), head_dim=head_dim_required,
+           qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS, qk_norm=QKNorm("head"),
+           summary="the Llama layout with queries and keys normalised per head"),
+    Family("Nemotron", ("nemotron",), kv_heads=kv_required,
+           head_dim=head_dim_from_field(),
+           gated=False, norm="layer", qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
+           mlp_bias=Flag("mlp_bias", False),
+           summary="LayerNorm blocks with a plain feed-forward part (squared ReLU)"),
+    Family("Arcee", ("arcee",), head_dim=head_dim_from_field(), gated=False,
+           qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS, mlp_bias=Flag("mlp_bias", False),
+           summary="the Llama layout with a plain feed-forward part (squared ReLU)"),
+    Family("OLMoE", ("olmoe",), head_dim=head_dim_fixed, qkv_bias=_LLAMA_BIAS,
+           out_bias=_LLAMA_BIAS, qk_norm=QKNorm("every head"),
+           experts=experts_every_layer,
+           summary=("OLMo's blocks, queries and keys normalised, experts in every "
+                    "layer")),
+    Family("Granite-MoE", ("granitemoe",), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
+           experts=experts_every_layer,
+           summary="the Granite layout with experts in every layer"),
+    Family("Granite-MoE-shared", ("granitemoeshared",), qkv_bias=_LLAMA_BIAS,
+           out_bias=_LLAMA_BIAS, experts=experts_granite_shared,
+           summary="Granite-MoE with a shared feed-forward part beside the experts"),
+    Family("PhiMoE", ("phimoe",), norm="layer", qkv_bias=_LLAMA_BIAS,
+           out_bias=_LLAMA_BIAS, head_bias=Flag("lm_head_bias", False),
+           windows=windows_all(None), experts=experts_every_layer,
+           summary="LayerNorm blocks with experts in every layer"),
+    Family("Mamba-2", ("mamba2",), ffn_width=None, mixers=mixers_mamba2,
+           norms_per_layer=1,
+           summary="Mamba-2 layers only: no attention, no feed-forward part"),
+    Family("Falcon-Mamba", ("falcon_mamba",), ffn_width=None, mixers=mixers_mamba,
+           norms_per_layer=1,
+           summary=("Mamba layers only, with normalisations without trainable numbers "
+                    "inside the mixer")),
     Family("Mamba", ("mamba",), ffn_width=None, mixers=mixers_mamba, norms_per_layer=1,
            tied=True, summary="Mamba layers only: no attention, no feed-forward part"),
 )
@@ -182,9 +267,6 @@ _EARLY_FALCON = ("is an early Falcon file: transformers reads it only as model_t
                  "falcon")
 
 REFUSED_TYPES = {
-    "gemma3": ("is Gemma-3 with its vision encoder: save its text_config as a "
-               'config.json of its own (with "model_type": "gemma3_text") to count the '
-               "language model"),
     "RefinedWebModel": _EARLY_FALCON,
     "RefinedWeb": _EARLY_FALCON,
 }
@@ -205,7 +287,7 @@ STRUCTURE_FIELDS = frozenset({
     "num_ln_in_parallel_attn",
     # biases
     "attention_bias", "mlp_bias", "qkv_bias", "use_bias", "bias", "use_qkv_bias",
-    "enable_bias",
+    "enable_bias", "attention_out_bias",
     # windows
     "sliding_window", "use_sliding_window", "layer_types", "sliding_window_pattern",
     "max_window_layers",
@@ -214,8 +296,11 @@ STRUCTURE_FIELDS = frozenset({
     "num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts",
     "num_experts_per_tok",
     "moe_intermediate_size", "shared_expert_intermediate_size", "n_shared_experts",
+    "shared_intermediate_size",
     "first_k_dense_replace",
     "decoder_sparse_step", "mlp_only_layers", "moe_layer_freq", "expert_layer_period",
+    "moe_num_shared_experts", "moe_layer_start_index", "moe_layer_end_index",
+    "moe_layer_interval", "moe_k",
     "expert_layer_offset",
     # running summaries
     "attn_layer_period", "attn_layer_offset", "attn_layer_indices", "layers_block_type",

@@ -1,0 +1,219 @@
+"""Rules for mixtures of experts: which layers hold experts, how many, how wide, and
+what every token uses beside them (shared experts, a router held in float32). Each rule
+says in its docstring which ``transformers`` code it follows (``transformers``
+5.24)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..feedforward import Experts, FeedForward
+from .parts import Flag, resolve
+from .reader import Reader, whole_field
+from .rules_layers import index_list
+
+# --- mixtures of experts -------------------------------------------------------
+
+Ffns = Callable[[Reader, int, int], list[Experts | None]]
+
+
+def _experts(
+    r: Reader,
+    width: int,
+    count_names: Sequence[str],
+    count_default: int | None,
+    per_token_default: int | None,
+    inner: int,
+    **kw: Any,
+) -> Experts:
+    count = r.whole(*count_names, default=count_default)
+    per_token = r.whole("num_experts_per_tok", default=per_token_default)
+    if per_token > count:
+        raise ValueError(
+            f"config field num_experts_per_tok={per_token} is more than "
+            f"the {count} experts"
+        )
+    return Experts(width=width, count=count, per_token=per_token, inner=inner, **kw)
+
+
+def experts_every_layer(r: Reader, layers: int, width: int) -> list[Experts | None]:
+    """Mixtral: every layer holds ``num_local_experts`` (default 8) experts of
+    ``intermediate_size``, ``num_experts_per_tok`` (default 2) for each token."""
+    e = _experts(
+        r,
+        width,
+        ("num_local_experts", "num_experts"),
+        8,
+        2,
+        r.whole("intermediate_size"),
+    )
+    return [e] * layers
+
+
+def experts_granite_shared(r: Reader, layers: int, width: int) -> list[Experts | None]:
+    """Granite-MoE-shared (``GraniteMoeSharedDecoderLayer``): experts in every layer as
+    Mixtral's, plus a gated shared part of ``shared_intermediate_size`` (none when 0)
+    that every token uses."""
+    shared = r.whole("shared_intermediate_size", default=0, minimum=0)
+    e = _experts(
+        r,
+        width,
+        ("num_local_experts", "num_experts"),
+        8,
+        2,
+        r.whole("intermediate_size"),
+        shared=FeedForward(width, shared, gated=True) if shared else None,
+    )
+    return [e] * layers
+
+
+def experts_ernie(r: Reader, layers: int, width: int) -> list[Experts | None]:
+    """ERNIE-4.5-MoE (``Ernie4_5_MoeDecoderLayer``): layer i holds ``moe_num_experts``
+    experts of ``moe_intermediate_size``, ``moe_k`` a token, when (i + 1) is a multiple
+    of ``moe_layer_interval`` and i lies from ``moe_layer_start_index`` to
+    ``moe_layer_end_index`` (-1: the last layer); ``moe_num_shared_experts`` shared
+    experts make one part of their summed width, with biases if ``use_bias``. The
+    router and its score-correction bias (one a expert) are held in float32."""
+    count = r.whole("moe_num_experts", "num_experts", default=64)
+    per_token = r.whole("moe_k", "num_experts_per_tok", default=6)
+    if per_token > count:
+        raise ValueError(
+            f"config field moe_k={per_token} is more than the {count} experts"
+        )
+    inner = r.whole("moe_intermediate_size", default=1536)
+    n_shared = r.whole("moe_num_shared_experts", default=2, minimum=0)
+    start = r.whole("moe_layer_start_index", default=1, minimum=0)
+    interval = r.whole("moe_layer_interval", default=1)
+    found = r.raw(("moe_layer_end_index",))
+    end = -1 if found is None or found[1] == -1 else whole_field(*found, minimum=0)
+    end = layers - 1 if end == -1 else end
+    bias = r.flag("use_bias", False)
+    shared = FeedForward(width, inner * n_shared, gated=True, bias=bias)
+    e = Experts(width=width, count=count, per_token=per_token, inner=inner,
+                shared=shared if n_shared else None, router_float32=True,
+                router_extra=count)
+    return [e if (i + 1) % interval == 0 and start <= i <= end else None
+            for i in range(layers)]
+
+
+def experts_qwen(
+    shared: bool, count_default: int, per_token_default: int, inner_default: int
+) -> Ffns:
+    """Qwen2-MoE and Qwen3-MoE: layers not in ``mlp_only_layers`` and at every
+    ``decoder_sparse_step``-th place hold ``num_experts`` experts of
+    ``moe_intermediate_size`` (Qwen2-MoE adds a gated shared expert of
+    ``shared_expert_intermediate_size``); the other layers have a dense feed-forward
+    part of ``intermediate_size``."""
+
+    def rule(r: Reader, layers: int, width: int) -> list[Experts | None]:
+        count = r.whole(
+            "num_experts", "num_local_experts", default=count_default, minimum=0
+        )
+        step = r.whole("decoder_sparse_step", default=1)
+        dense_only = index_list(r, "mlp_only_layers", layers)
+        if count == 0:
+            return [None] * layers
+        inner = r.whole("moe_intermediate_size", default=inner_default)
+        extra: dict[str, Any] = {}
+        if shared:
+            extra = {
+                "shared": FeedForward(
+                    width,
+                    r.whole("shared_expert_intermediate_size", default=5632),
+                    gated=True,
+                ),
+                "shared_gate": True,
+            }
+        e = _experts(
+            r,
+            width,
+            ("num_experts", "num_local_experts"),
+            count_default,
+            per_token_default,
+            inner,
+            **extra,
+        )
+        return [
+            None if (i in dense_only or (i + 1) % step) else e for i in range(layers)
+        ]
+
+    rule.__doc__ = experts_qwen.__doc__
+    return rule
+
+
+def experts_deepseek(
+    count_default: int,
+    per_token_default: int | None,
+    inner_default: int,
+    shared_default: int,
+    dense_default: int,
+    shared_bias: bool | Flag,
+) -> Ffns:
+    """DeepSeek-V2/V3: the first ``first_k_dense_replace`` layers are dense; the rest
+    hold ``n_routed_experts`` experts of ``moe_intermediate_size``,
+    ``num_experts_per_tok`` a token, plus ``n_shared_experts`` shared experts (one
+    feed-forward part of their summed width) that every token uses. The router is held
+    in float32 (``DeepseekV3TopkRouter``)."""
+
+    def rule(r: Reader, layers: int, width: int) -> list[Experts | None]:
+        first_moe = r.whole("first_k_dense_replace", default=dense_default, minimum=0)
+        frequency = r.whole("moe_layer_freq", default=1)
+        if frequency != 1:
+            raise ValueError(
+                f"config field moe_layer_freq={frequency}: transformers "
+                "puts experts in every "
+                "layer after first_k_dense_replace, so a model with gaps "
+                "is not built as published"
+            )
+        inner = r.whole("moe_intermediate_size", default=inner_default)
+        n_shared = r.whole("n_shared_experts", default=shared_default, minimum=0)
+        shared = (
+            FeedForward(
+                width, inner * n_shared, gated=True, bias=resolve(shared_bias, r)
+            )
+            if n_shared
+            else None
+        )
+        e = _experts(
+            r,
+            width,
+            ("n_routed_experts", "num_experts", "num_local_experts"),
+            count_default,
+            per_token_default,
+            inner,
+            shared=shared,
+            router_float32=True,
+        )
+        return [None if i < first_moe else e for i in range(layers)]
+
+    rule.__doc__ = experts_deepseek.__doc__
+    return rule
+
+
+def experts_jamba(r: Reader, layers: int, width: int) -> list[Experts | None]:
+    """Jamba: layer i holds ``num_experts`` (default 16) experts of
+    ``intermediate_size`` when i % ``expert_layer_period`` (default 2) equals
+    ``expert_layer_offset`` (default 1)."""
+    period = r.whole("expert_layer_period", default=2)
+    offset = r.whole("expert_layer_offset", default=1, minimum=0)
+    if offset >= period:
+        raise ValueError(
+            f"config field expert_layer_offset={offset} must be smaller "
+            "than "
+            f"expert_layer_period={period}"
+        )
+    count = r.whole("num_experts", "num_local_experts", default=16)
+    if count == 1:
+        return [None] * layers
+    e = _experts(
+        r,
+        width,
+        ("num_experts", "num_local_experts"),
+        16,
+        2,
+        r.whole("intermediate_size"),
+    )
+    return [e if i % period == offset else None for i in range(layers)]
+
+

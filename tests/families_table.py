@@ -1,0 +1,141 @@
+"""Print, for every decoder family transformers 5.24 builds, what the calculator makes of
+its three forms (``family_forms.py``) against transformers' own model.
+
+    .venv/bin/python tests/families_table.py [model_type ...] > table.md
+
+Not a test (it takes a few minutes); ``test_family_forms.py`` checks the same in the
+budget of ``make test``. Each form is ``exact`` (parameters, weight bytes, active
+parameters, each layer's kind and window, and for the shrunk form the bytes of the cache
+a real CPU model fills after 8 and 9 tokens, all equal), ``refused`` (one line), or
+``WRONG`` (a number that differs: there must be none).
+"""
+from __future__ import annotations
+
+import sys
+
+from family_forms import (build, counts, cut_form, defaults_form, hf_config, layer_kinds,
+                          quiet, real_cache, shrunk_form)
+from transformer_calculator import catalog, costs
+from transformer_calculator.config import model_from_config
+from transformer_calculator.families import FAMILIES
+from transformer_calculator.mixers import MixerKind
+
+LAYOUTS = {t for f in FAMILIES for t in f.model_types}
+PROMPT = 8
+SHRUNK_LAYERS = 8
+
+
+def per_token(cfg: dict) -> int | None:
+    config = hf_config(cfg).get_text_config(decoder=True)
+    for name in ("num_experts_per_tok", "moe_topk", "moe_k", "num_experts_per_token"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def kinds_agree(model, kinds) -> bool:
+    for block, (kind, window) in zip(model.layout.blocks, kinds, strict=True):
+        mixer = block.mixer
+        if kind in ("sliding_attention", "chunked_attention"):
+            if mixer.cache_cap != window - 1:
+                return False
+        elif kind in ("linear_attention", "conv"):
+            if mixer.kind is not MixerKind.RUNNING_SUMMARY or mixer.cache_numbers:
+                return False
+        elif kind == "full_attention":
+            if mixer.cache_cap is not None or not mixer.cache_numbers:
+                return False
+    return True
+
+
+def compare(cfg: dict, route: str, reference: dict | None = None) -> tuple[str, str, dict]:
+    """(outcome, detail, reference) for one form."""
+    try:
+        ours, _ = model_from_config(cfg, "x", route=route)
+    except ValueError as err:
+        return "refused", " ".join(str(err).split())[:150], reference or {}
+    if reference is None:
+        model = build(cfg)
+        reference = {**counts(model, per_token(cfg)), "kinds": layer_kinds(cfg)}
+    mine = {"parameters": costs.parameters(ours), "active": costs.active_parameters(ours),
+            "weight_bytes": costs.weight_bytes(ours)}
+    theirs = {k: reference[k] for k in mine}
+    if mine != theirs:
+        return "WRONG", f"ours {mine} theirs {theirs}", reference
+    if not kinds_agree(ours, reference["kinds"]):
+        return "WRONG", "layer kinds differ", reference
+    reference["ours"] = (costs.parameters(ours), costs.cache_bytes_per_token(ours),
+                         costs.state_bytes(ours))
+    return "exact", "", reference
+
+
+def shrunk(model_type: str, route: str) -> tuple[str, str]:
+    cfg = shrunk_form(model_type, SHRUNK_LAYERS)
+    try:
+        model = build(cfg, "cpu")
+        theirs = real_cache(model, PROMPT, 128)
+    except Exception as err:  # noqa: BLE001 - a form transformers itself cannot run
+        return "unbuildable", " ".join(str(err).split())[:100]
+    try:
+        ours, _ = model_from_config(cfg, "x", route=route)
+    except ValueError as err:
+        return "refused", " ".join(str(err).split())[:150]
+    layout, bpn = ours.layout, ours.bytes_per_number
+    mine = (layout.stored_cache_bytes(bpn, PROMPT), layout.stored_cache_bytes(bpn, PROMPT + 1))
+    ref = counts(model, per_token(cfg))
+    if (costs.parameters(ours), costs.weight_bytes(ours), mine) != (
+            ref["parameters"], ref["weight_bytes"], theirs):
+        return "WRONG", f"ours {costs.parameters(ours)} {mine} theirs {ref['parameters']} {theirs}"
+    return "exact", ""
+
+
+def full_size(model_type: str) -> tuple[str, str, str]:
+    """(parameters, cache bytes a token, fixed state) of the class defaults by the model
+    transformers builds on the meta device, or why it is refused."""
+    try:
+        theirs, _ = model_from_config(defaults_form(model_type), "x", route="transformers")
+    except ValueError as err:
+        return "refused: " + " ".join(str(err).split())[:90], "", ""
+    layout, bpn = theirs.layout, theirs.bytes_per_number
+    per_token = layout.stored_cache_bytes(bpn, 2) - layout.stored_cache_bytes(bpn, 1)
+    return (f"{costs.parameters(theirs):,}", f"{per_token:,}", f"{costs.state_bytes(theirs):,}")
+
+
+def row(model_type: str) -> str:
+    native = model_type in LAYOUTS
+    route = "layout" if native else "transformers"
+    out = []
+    reference = None
+    if native:
+        for form in (defaults_form, cut_form):
+            outcome, detail, reference = compare(form(model_type), route, reference)
+            out.append(f"{outcome} {detail}".strip())
+    else:
+        out += ["(the model transformers builds)"] * 2
+    outcome, detail = shrunk(model_type, route)
+    out.append(f"{outcome} {detail}".strip())
+    theirs = full_size(model_type)
+    ours = (reference or {}).get("ours")
+    if native and ours:
+        mine = (f"{ours[0]:,}", f"{ours[1]:,}", f"{ours[2]:,}")
+    elif native:
+        mine = ("refused", "", "")
+    else:
+        mine = theirs
+    sizes = " | ".join(f"{a} / {b}" if a != b else a for a, b in zip(mine, theirs))
+    return f"| {model_type} | {route} | {' | '.join(out)} | {sizes} |"
+
+
+def main(types: list[str]) -> None:
+    quiet()
+    print("| model type | route | class defaults | cut | shrunk (real CPU cache) "
+          "| parameters, ours / transformers' | cache bytes a token (as transformers "
+          "keeps it), ours / transformers' | fixed state bytes |")
+    print("|---|---|---|---|---|---|---|---|")
+    for model_type in types or catalog.decoders():
+        print(row(model_type), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

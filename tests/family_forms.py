@@ -1,0 +1,180 @@
+"""Every decoder family transformers builds, in the three forms a user's file takes, and
+what transformers itself makes of each.
+
+- ``defaults``: the file names only its ``model_type`` (every field takes its config
+  class's default), plus the few fields without which transformers 5.24 cannot build that
+  family at all (``FILL``);
+- ``cut``: the defaults cut to the fields a short published ``config.json`` carries
+  (``SHORT``): transformers reads it as the same model, so it shares the reference;
+- ``shrunk``: the defaults with every size made small (``shrink``), built on the CPU and
+  run, so that the cache it really fills can be read.
+
+The reference for the first two is the model transformers builds on the meta device; for
+the shrunk form, a real model on the CPU and its cache after a prompt and one more token.
+"""
+from __future__ import annotations
+
+import torch
+import transformers
+from transformers.cache_utils import get_layer_types_and_kwargs
+
+from transformer_calculator import catalog
+
+FILL = {
+    "cohere_compass_text": {"layer_types": None},
+    "dbrx": {"attn_config": {"rope_theta": 500000.0, "clip_qkv": 8}},
+    "deepseek_v2": {"num_experts_per_tok": 6},
+    "dots1": {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}},
+    "hunyuan_v1_dense": {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
+                         "head_dim": 128},
+    "hunyuan_v1_moe": {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
+                       "head_dim": 128},
+    "lfm2_moe": {"layer_types": None},
+    "ministral": {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
+                  "head_dim": 128},
+    "nemotron": {"num_key_value_heads": 8},
+    "qwen4_exp_text": {"head_dim": 128},
+    "reformer": {"is_decoder": True},
+}
+"""Fields some class defaults lack before transformers 5.24 can build them (a published
+file always states them)."""
+
+SHORT = (
+    "model_type", "architectures", "hidden_size", "intermediate_size", "num_hidden_layers",
+    "num_attention_heads", "num_key_value_heads", "vocab_size", "max_position_embeddings",
+    "rms_norm_eps", "layer_norm_eps", "hidden_act", "bos_token_id", "eos_token_id",
+    "rope_theta", "tie_word_embeddings", "torch_dtype", "n_embd", "n_layer", "n_head",
+)
+"""The fields a short published config.json carries (Llama-2's, say)."""
+
+_SIZES = {
+    "hidden_size": 64, "d_model": 64, "n_embd": 64, "intermediate_size": 96, "ffn_dim": 96,
+    "n_inner": 96, "num_attention_heads": 4, "n_head": 4, "num_heads": 4, "vocab_size": 128,
+    "num_local_experts": 4, "num_experts": 4, "n_routed_experts": 4, "moe_num_experts": 4,
+    "num_experts_per_tok": 2, "moe_topk": 2, "moe_k": 2, "moe_intermediate_size": 32,
+    "shared_expert_intermediate_size": 48, "kv_lora_rank": 16, "q_lora_rank": 24,
+    "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16, "n_group": 1,
+    "topk_group": 1, "mamba_d_state": 8, "state_size": 8, "mamba_n_heads": 8,
+    "mamba_d_head": 16, "linear_num_key_heads": 2, "linear_num_value_heads": 4,
+    "linear_key_head_dim": 16, "linear_value_head_dim": 16, "index_head_dim": 16,
+    "index_n_heads": 2, "index_topk": 4, "time_step_rank": 8,
+}
+"""Small sizes for the shrunk form (each applied where the class has the field)."""
+
+
+SHRUNK = {
+    "bamba": {"attn_layer_indices": [1]},
+    "granitemoehybrid": {"layer_types": ["mamba", "attention"] * 4},
+    "mamba2": {"num_heads": 8, "head_dim": 16, "n_groups": 2},
+    "granitemoeshared": {"shared_intermediate_size": 48},
+    "falcon_h1": {"mamba_d_ssm": 128, "mamba_n_heads": 8, "mamba_d_state": 8},
+    "zamba2": {"layers_block_type": ["mamba", "hybrid"] * 4, "n_mamba_heads": 8},
+    "gpt_neo": {"attention_types": [[["global", "local"], 4]], "window_size": 5},
+}
+"""Per-family changes to the shrunk form: a hybrid needs an attention layer to run."""
+
+
+def defaults_form(model_type: str) -> dict:
+    """A file naming only its model type (and ``FILL``)."""
+    return {"model_type": model_type, **FILL.get(model_type, {})}
+
+
+def cut_form(model_type: str) -> dict:
+    """The class defaults cut to ``SHORT`` (and ``FILL``)."""
+    d = catalog.defaults(model_type)
+    return {**{k: d[k] for k in SHORT if k in d and d[k] is not None},
+            **defaults_form(model_type)}
+
+
+def shrunk_form(model_type: str, layers: int, overrides: dict | None = None) -> dict:
+    """The class defaults with small sizes, ``layers`` layers and no token ids."""
+    d = catalog.defaults(model_type)
+    cfg = {k: v for k, v in _SIZES.items() if d.get(k) is not None}
+    for name in ("num_key_value_heads", "num_kv_heads"):
+        if d.get(name) is not None or (name == "num_key_value_heads" and name in d):
+            cfg[name] = 4 if "kv_lora_rank" in d else 2  # latent attention: every head
+    if any(k in cfg for k in ("num_local_experts", "num_experts", "n_routed_experts",
+                              "moe_num_experts")):
+        cfg["num_experts_per_tok"] = 2
+    if d.get("rotary_dim") is not None:
+        cfg["rotary_dim"] = 8
+    if d.get("head_dim") is not None:
+        cfg["head_dim"] = 16
+    for name in ("sliding_window", "attention_chunk_size"):
+        if d.get(name) is not None:
+            cfg[name] = 5
+    for name in ("num_hidden_layers", "n_layer", "num_layers"):
+        if name in d:
+            cfg[name] = layers
+    ids = {k: None for k in ("pad_token_id", "bos_token_id", "eos_token_id") if k in d}
+    return {**defaults_form(model_type), **cfg, **ids, **SHRUNK.get(model_type, {}),
+            **(overrides or {})}
+
+
+def quiet() -> None:
+    transformers.logging.set_verbosity_error()
+
+
+def hf_config(cfg: dict) -> transformers.PreTrainedConfig:
+    """The config object transformers makes from a file's dictionary."""
+    return transformers.CONFIG_MAPPING[cfg["model_type"]].from_dict(dict(cfg))
+
+
+def build(cfg: dict, device: str = "meta") -> torch.nn.Module:
+    """The causal language model transformers builds from ``cfg``, at float32 unless the
+    file says otherwise."""
+    dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}.get(
+        cfg.get("torch_dtype"), torch.float32)
+    with torch.device(device):
+        return transformers.AutoModelForCausalLM.from_config(hf_config(cfg), dtype=dtype).eval()
+
+
+def counts(model: torch.nn.Module, per_token: int | None) -> dict:
+    """Parameters (shared tensors once), their bytes, and the parameters one token uses
+    (each stacked expert tensor counts ``per_token`` of its experts)."""
+    unique = {id(p): (n, p) for n, p in model.named_parameters()}
+    params = sum(p.numel() for _, p in unique.values())
+    active = 0
+    for name, p in unique.values():
+        parts = name.split(".")
+        routed = "experts" in parts[:-1] and per_token
+        active += p.numel() // p.shape[0] * per_token if routed else p.numel()
+    return {"parameters": params, "active": active,
+            "weight_bytes": sum(p.numel() * p.element_size() for _, p in unique.values())}
+
+
+def layer_kinds(cfg: dict) -> list[tuple[str, int | None]]:
+    """(kind, window) of each layer of the cache transformers makes for ``cfg``."""
+    config = hf_config(cfg).get_text_config(decoder=True)
+    types, kwargs = get_layer_types_and_kwargs(config)
+    return [(t, kw.get("sliding_window")) for t, kw in zip(types, kwargs)]
+
+
+def held_bytes(cache) -> int:
+    """Bytes of every floating-point tensor a transformers cache holds."""
+    total = 0
+
+    def walk(value):
+        nonlocal total
+        if isinstance(value, torch.Tensor):
+            total += value.numel() * value.element_size() if value.is_floating_point() else 0
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                walk(v)
+
+    for layer in cache.layers:
+        walk(vars(layer))
+    return total
+
+
+def real_cache(model: torch.nn.Module, tokens: int, vocab: int) -> tuple[int, int]:
+    """Bytes the cache holds after a CPU prompt of ``tokens`` tokens and one more."""
+    ids = torch.randint(0, vocab, (1, tokens + 1), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        out = model(input_ids=ids[:, :tokens], use_cache=True)
+        first = held_bytes(out.past_key_values)
+        out = model(input_ids=ids[:, tokens:], cache=out.past_key_values, use_cache=True)
+        return first, held_bytes(out.past_key_values)

@@ -1,0 +1,67 @@
+"""The route for a family without a layout here: the model transformers builds on the meta
+device, read off it. Checked against a real CPU model of a shrunk copy (its parameters, its
+experts and the cache it really fills after a prompt and one more token), for a family of each
+kind of layer transformers has: experts, windows with attention sinks, chunked attention, linear
+attention (Gated DeltaNet), Mamba-2 beside attention, short convolutions, latent attention with
+an indexer, query-key norms after the blocks."""
+import pytest
+import torch
+
+from family_forms import build, counts, quiet, real_cache, shrunk_form
+from families_table import per_token
+from transformer_calculator import costs, report
+from transformer_calculator.config import model_from_config
+from transformer_calculator.meta_route import available
+from transformer_calculator.mixers import MixerKind
+from transformer_arithmetic import EXAMPLE_ACCELERATOR
+
+pytestmark = [pytest.mark.transformers, pytest.mark.meta_device, pytest.mark.torch_kernels,
+              pytest.mark.slow(seconds=14)]
+
+SAMPLE = {
+    "olmoe": {}, "gpt_oss": {}, "llama4_text": {}, "qwen3_next": {"layer_types": None},
+    "granitemoehybrid": {}, "lfm2": {"full_attn_idxs": [2, 5]}, "deepseek_v32": {}, "exaone4": {}, "minimax_m2": {},
+}
+"""A family of each kind, with the changes its shrunk copy needs."""
+PROMPT = 8
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _quiet():
+    quiet()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_transformers_is_here():
+    assert available()
+
+
+@pytest.mark.parametrize("model_type", sorted(SAMPLE))
+def test_the_meta_route_matches_a_real_model(model_type):
+    cfg = shrunk_form(model_type, layers=8, overrides=SAMPLE[model_type])
+    torch.manual_seed(0)
+    model = build(cfg, device="cpu")
+    ours, notes = model_from_config(cfg, "x", route="transformers")
+    assert ours.route == "transformers" and notes[0].startswith("route: transformers built")
+    reference = counts(model, per_token(cfg))
+    assert costs.parameters(ours) == reference["parameters"]
+    assert costs.weight_bytes(ours) == reference["weight_bytes"]
+    assert costs.active_parameters(ours) == reference["active"]
+    layout, bpn = ours.layout, ours.bytes_per_number
+    theirs = real_cache(model, PROMPT, cfg["vocab_size"])
+    assert (layout.stored_cache_bytes(bpn, PROMPT), layout.stored_cache_bytes(bpn, PROMPT + 1)) == theirs
+    r = report(ours, EXAMPLE_ACCELERATOR, notes=notes)
+    assert r["route"] == "transformers" and r["parameters"] == reference["parameters"]
+
+
+def test_the_kinds_of_layer_are_read():
+    kinds = {}
+    for model_type in ("qwen3_next", "gpt_oss", "lfm2"):
+        ours, _ = model_from_config(shrunk_form(model_type, 8, SAMPLE[model_type]), "x")
+        kinds[model_type] = {(b.mixer.label, b.mixer.kind, b.mixer.cache_cap) for b in ours.layout.blocks}
+    assert ("linear_attention", MixerKind.RUNNING_SUMMARY, None) in kinds["qwen3_next"]
+    assert ("sliding_attention", MixerKind.ATTENTION, 4) in kinds["gpt_oss"]
+    assert ("conv", MixerKind.RUNNING_SUMMARY, None) in kinds["lfm2"]
