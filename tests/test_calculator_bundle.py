@@ -69,8 +69,8 @@ def test_the_zip_holds_what_the_command_line_loaded(traced):
         for name in names:
             assert zf.read(name) == (LIB / name).read_bytes(), name
     sources = sorted(Path(f).relative_to(LIB).as_posix() for f in traced.modules.values())
-    configs = sorted(p.relative_to(LIB).as_posix() for p in example_configs())
-    assert names == sorted(sources + configs)
+    data_files = [*example_configs(), *(LIB / "transformer_calculator" / "data").glob("*.json")]
+    assert names == sorted(sources + [p.relative_to(LIB).as_posix() for p in data_files])
     assert "transformer_arithmetic/masks.py" in names     # pair counts, without numpy
     assert "transformer_arithmetic/sampling.py" not in names   # taught, not counted
 
