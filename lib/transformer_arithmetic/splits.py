@@ -27,7 +27,7 @@ from .memory import layer_activation_bytes, logits_bytes, parameter_count
 from .pipeline import micro_batches_held
 from .shapes import Accelerator, ModelShape
 from .tensor_parallel import (check_split, tp_cache_bytes_per_token, tp_decode_parts,
-                              tp_weight_bytes)
+                              tp_layer_numbers, tp_weight_bytes)
 
 __all__ = ["Split", "splits_of", "stage_numbers", "device_memory", "step_times",
            "serving_point"]
@@ -74,17 +74,21 @@ def splits_of(m: ModelShape, devices: int, batch: int, zero: int = 1) -> list[Sp
 
 
 def stage_numbers(m: ModelShape, split: Split) -> int:
-    """Numbers of the model one device of the first pipeline stage holds: its
-    tensor-parallel share of the embeddings and of the first L / N_pp layers (every
-    normalisation whole)."""
-    numbers = tp_weight_bytes(m, split.tp) // m.bytes_per_number
-    embed = m.embedding_tables * (m.vocab // split.tp) * m.width
-    return embed + (numbers - embed) // split.pp
+    """Numbers of the model one device of the fullest pipeline stage holds. With one
+    stage, its tensor-parallel share of everything; with more, the last stage: its
+    share of L / N_pp layers and of the output table (a copy of the input table when
+    the two are tied, as Megatron-LM keeps one) and the final normalisation, one
+    normalisation more than the first stage holds with its input table."""
+    n = split.tp
+    if split.pp == 1:
+        return tp_weight_bytes(m, n) // m.bytes_per_number
+    layers = m.layers // split.pp * tp_layer_numbers(m, n)
+    return layers + (m.vocab // n) * m.width + m.norm_numbers * m.width
 
 
 def device_memory(m: ModelShape, split: Split, batch: int, seq_len: int) -> dict[str, int]:
     """Bytes the busiest device holds, by part: the training state of its share of the
-    model (the first pipeline stage, which also holds the embeddings), the activations
+    model (the fuller end stage, ``stage_numbers``), the activations
     of the micro-batches it keeps for their backward pass, and the logits the last
     stage keeps (when the first stage is also the last)."""
     check = _valid(m, split, batch)

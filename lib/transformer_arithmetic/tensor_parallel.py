@@ -25,6 +25,7 @@ from .work import layer_weight_flops
 __all__ = [
     "check_split",
     "kv_heads_per_device",
+    "tp_layer_numbers",
     "tp_weight_bytes",
     "tp_cache_bytes_per_token",
     "tp_handed_bytes",
@@ -56,17 +57,24 @@ def kv_heads_per_device(m: ModelShape, devices: int) -> int:
     return max(m.kv_heads // n, 1)
 
 
-def tp_weight_bytes(m: ModelShape, devices: int) -> int:
-    """Bytes of weights each device holds: its share of every matrix (the embedding
-    table cut by vocabulary rows, a whole key-value head where there are too few to
-    cut) and every normalisation whole."""
+def tp_layer_numbers(m: ModelShape, devices: int) -> int:
+    """Numbers of one layer each device holds: its share of the four attention matrices
+    (a whole key-value head where there are too few to cut) and of the feed-forward
+    matrices, and both normalisations whole."""
     n = check_split(m, devices)
     kv = kv_heads_per_device(m, n)
     attention = 2 * m.width * (m.heads // n) * m.head_dim + 2 * m.width * kv * m.head_dim
-    ffn = ffn_params(m) // n
-    norms = (2 * m.layers + 1) * m.norm_numbers * m.width
-    embeddings = m.embedding_tables * (m.vocab // n) * m.width
-    return (m.layers * (attention + ffn) + norms + embeddings) * m.bytes_per_number
+    return attention + ffn_params(m) // n + 2 * m.norm_numbers * m.width
+
+
+def tp_weight_bytes(m: ModelShape, devices: int) -> int:
+    """Bytes of weights each device holds: its share of every layer, of the embedding
+    table (cut by vocabulary rows) and of an untied output table, and the final
+    normalisation whole."""
+    n = check_split(m, devices)
+    tables = m.embedding_tables * (m.vocab // n) * m.width
+    final = m.norm_numbers * m.width
+    return (m.layers * tp_layer_numbers(m, n) + tables + final) * m.bytes_per_number
 
 
 def tp_cache_bytes_per_token(m: ModelShape, devices: int) -> int:
