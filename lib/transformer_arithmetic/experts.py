@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .checks import checked_positive, checked_whole
 from .collectives import ring_bytes_sent
 from .shapes import ModelShape
@@ -58,27 +60,24 @@ def expert_capacity(tokens: int, experts: int, chosen: int, factor: float) -> in
     return math.floor(checked_positive("factor", factor) * t * k / e)
 
 
-def load_chances(tokens: int, experts: int, chosen: int) -> list[float]:
+def load_chances(tokens: int, experts: int, chosen: int) -> np.ndarray:
     """The chance that one expert gets exactly 0, 1, ..., T of the ``tokens``: the
-    binomial distribution with chance k / E a token."""
+    binomial distribution with chance k / E a token (its logarithms summed term by term,
+    so that large counts neither overflow nor underflow)."""
     t, e, k = _tek(tokens, experts, chosen)
     p = k / e
     if p == 1.0:
-        return [0.0] * t + [1.0]
+        return np.concatenate([np.zeros(t), [1.0]])
     log_p, log_q = math.log(p), math.log1p(-p)
-    return [
-        math.exp(
-            math.lgamma(t + 1) - math.lgamma(j + 1) - math.lgamma(t - j + 1)
-            + j * log_p + (t - j) * log_q
-        )
-        for j in range(t + 1)
-    ]
+    j = np.arange(t, dtype=float)
+    steps = np.log(t - j) - np.log(j + 1) + (log_p - log_q)  # pmf(j + 1) / pmf(j)
+    return np.exp(t * log_q + np.concatenate([[0.0], np.cumsum(steps)]))
 
 
 def overflow_chance(tokens: int, experts: int, chosen: int, factor: float) -> float:
     """The chance that one expert is chosen by more tokens than its capacity."""
     cap = expert_capacity(tokens, experts, chosen, factor)
-    return sum(load_chances(tokens, experts, chosen)[cap + 1 :])
+    return float(load_chances(tokens, experts, chosen)[cap + 1 :].sum())
 
 
 def dropped_share(tokens: int, experts: int, chosen: int, factor: float) -> float:
@@ -87,8 +86,8 @@ def dropped_share(tokens: int, experts: int, chosen: int, factor: float) -> floa
     E."""
     t, e, k = _tek(tokens, experts, chosen)
     cap = expert_capacity(t, e, k, factor)
-    chances = load_chances(t, e, k)
-    excess = sum((j - cap) * c for j, c in enumerate(chances) if j > cap)
+    beyond = load_chances(t, e, k)[cap + 1 :]
+    excess = float((np.arange(1, beyond.size + 1) * beyond).sum())
     return excess / (t * k / e)
 
 
