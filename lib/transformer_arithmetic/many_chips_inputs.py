@@ -13,7 +13,8 @@ Sources
   InfiniBand, as in a DGX H100: one port a GPU).
 - Step latencies: NCCL 2.30's own tuning model (``src/graph/tuning.cc``, the ring's
   per-step hardware latency for its low-latency protocol, the one it picks for small
-  arrays): 0.6 µs over NVLink, 1.0 µs over PCIe, 2.7 µs over the network.
+  arrays): 0.6 µs over NVLink, 1.0 µs over PCIe, 2.7 µs over the network; and the
+  fixed cost it adds to each call of a ring collective, 6.6 µs.
 - The real chip: NVIDIA's H100 SXM datasheet: 989 TFLOP/s dense bfloat16 (the 1,979
   printed is with 2:4 sparsity), 3.35 TB/s from HBM3, 80 GB (binary gigabytes: its HBM
   stacks hold 16 GiB each).
@@ -27,8 +28,8 @@ from .collectives import Link
 from .shapes import Accelerator, ModelShape
 from .units import GIB
 
-__all__ = ["LINKS", "NVLINK", "PCIE", "NETWORK", "REAL_CHIP", "MACHINE_DEVICES",
-           "GROWTH", "grown"]
+__all__ = ["LINKS", "NVLINK", "PCIE", "NETWORK", "CALL_LATENCY_S", "REAL_CHIP",
+           "MACHINE_DEVICES", "GROWTH", "grown"]
 
 NVLINK = Link(450e9, 0.6e-6, name="NVLink 4")
 """The link inside one H100 machine: 450 GB/s each way a GPU, through NVSwitch."""
@@ -41,6 +42,10 @@ NETWORK = Link(50e9, 2.7e-6, name="400 Gb/s network")
 
 LINKS = {"NVLink": NVLINK, "PCIe": PCIE, "network": NETWORK}
 """The three links the page compares, fastest first."""
+
+CALL_LATENCY_S = 6.6e-6
+"""The fixed cost NCCL's model adds to each call of a ring collective (its base latency
+for the low-latency protocol), which the page's step costs leave out."""
 
 MACHINE_DEVICES = 8
 """Chips one machine joins by its fast link (a DGX H100 or HGX board holds eight)."""
