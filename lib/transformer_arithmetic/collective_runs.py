@@ -25,19 +25,29 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import sys
 import traceback
 from collections.abc import Callable
 from datetime import timedelta
 
 from .checks import checked_whole
 
-__all__ = ["HEADER_BYTES", "run", "written", "Handed"]
+__all__ = ["HEADER_BYTES", "run", "written", "payload_agrees", "Handed"]
 
 HEADER_BYTES = 48
 """Bytes gloo's TCP transport writes before each message (its preamble: six size_t)."""
 
 _PRELOAD = ["torch", "torch.distributed", "transformer_arithmetic.collective_runs",
-            "transformer_arithmetic.sharded_runs", "transformer_arithmetic.reference_model"]
+            "transformer_arithmetic.sharded_runs",
+            "transformer_arithmetic.reference_model"]
+
+
+def payload_agrees(wrote: int, payload: float, most_headers: int = 400) -> bool:
+    """Whether ``wrote`` bytes are ``payload`` bytes and whole gloo headers, at most
+    ``most_headers`` of them: what a process writes for a payload, seen on the wire."""
+    extra = wrote - payload
+    whole = extra % HEADER_BYTES == 0
+    return extra >= 0 and whole and extra <= most_headers * HEADER_BYTES
 
 
 def written() -> int:
@@ -86,7 +96,7 @@ class Handed:
         dist.all_to_all_single(out, t, out_splits, in_splits)
 
     def exchange(self, send, to: int, recv, source: int, name: str = "send") -> None:
-        """Send ``send`` to rank ``to`` while receiving ``recv`` from rank ``source``."""
+        """Send ``send`` to rank ``to`` while receiving ``recv`` from ``source``."""
         import torch.distributed as dist
 
         self._count(name, send)
@@ -130,6 +140,9 @@ def run(task: Callable, devices: int, *args) -> list:
     import torch.distributed as dist
 
     devices = checked_whole("devices", devices, minimum=1)
+    main = sys.modules["__main__"]
+    if not hasattr(main, "__spec__"):  # spawn reads it; an IPython reset deletes it
+        main.__spec__ = None
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(_PRELOAD)
     store = dist.TCPStore("127.0.0.1", 0, devices + 1, is_master=True,

@@ -102,8 +102,8 @@ def tree_steps(devices: int) -> int:
 
 
 def tree_all_reduce_time(array_bytes: float, devices: int, link: Link) -> float:
-    """Seconds an all-reduce takes as a reduction up a binomial tree and a broadcast back
-    down: 2 ceil(log2 N) steps, each moving the whole array."""
+    """Seconds an all-reduce takes as a reduction up a binomial tree and a broadcast
+    back down: 2 ceil(log2 N) steps, each moving the whole array."""
     x = _bytes(array_bytes)
     return 2 * tree_steps(devices) * (link.step_latency_s + x / link.bytes_per_s)
 
@@ -147,14 +147,18 @@ def two_level_all_reduce_time(
     return inner + ring_time("all-reduce", x / g, machines, between)
 
 
-def two_level_network_bytes(array_bytes: float, per_machine: int, machines: int) -> float:
+def two_level_network_bytes(
+    array_bytes: float, per_machine: int, machines: int
+) -> float:
     """Bytes each device sends between machines in the two-level all-reduce: 2(M-1)/M of
     its slice X / N_node."""
     g = checked_whole("per_machine", per_machine, minimum=1)
     return ring_bytes_sent("all-reduce", _bytes(array_bytes) / g, machines)
 
 
-def ring_all_reduce_schedule(devices: int) -> list[tuple[str, list[tuple[int, int, int]]]]:
+def ring_all_reduce_schedule(
+    devices: int,
+) -> list[tuple[str, list[tuple[int, int, int]]]]:
     """The ring all-reduce step by step: for each step its phase ('reduce-scatter' or
     'all-gather') and, for every device, (sender, receiver, chunk). In step s of the
     first phase device i sends chunk (i - s) mod N to i + 1, which adds it to its own;

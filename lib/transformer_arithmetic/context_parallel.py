@@ -83,8 +83,8 @@ def ring_attention_hidden_from(m: ModelShape, acc: Accelerator, link: Link) -> i
 def causal_piece_pairs(devices: int, zigzag: bool = False) -> list[int]:
     """Piece pairs each device works on under the causal mask, whole pieces counted as
     one and the diagonal ones too: device i of contiguous pieces has i + 1; with the
-    zigzag order (2 N_cp pieces, device i holds pieces i and 2 N_cp - 1 - i) every device
-    has the same count, 2 N_cp + 1, in half-size pieces."""
+    zigzag order (2 N_cp pieces, device i holds pieces i and 2 N_cp - 1 - i) every
+    device has the same count, 2 N_cp + 1, in half-size pieces."""
     d = checked_whole("devices", devices, minimum=1)
     if not zigzag:
         return [i + 1 for i in range(d)]

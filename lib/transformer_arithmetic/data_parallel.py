@@ -61,7 +61,8 @@ def training_state_bytes(m: ModelShape) -> dict[str, int]:
 
 
 def share(numbers: int, devices: int) -> int:
-    """The larger share when ``numbers`` are cut into ``devices`` shares: ceil(P / N)."""
+    """The larger share when ``numbers`` are cut into ``devices`` shares: ceil(P /
+    N)."""
     numbers = checked_whole("numbers", numbers)
     devices = checked_whole("devices", devices, minimum=1)
     return -(-numbers // devices)

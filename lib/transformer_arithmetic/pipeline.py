@@ -77,8 +77,7 @@ def pipeline_schedule(
     p = checked_whole("stages", stages, minimum=1)
     m = checked_whole("micro_batches", micro_batches, minimum=1)
     back = checked_positive("backward", backward)
-    if schedule not in SCHEDULES:
-        raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
+    _schedule(schedule)
     orders = [_order(schedule, s, p, m) for s in range(p)]
     done: dict[tuple[str, int, int], float] = {}
     free, nxt, slots = [0.0] * p, [0] * p, []
@@ -88,7 +87,8 @@ def pipeline_schedule(
             if nxt[s] == len(orders[s]):
                 continue
             kind, i = orders[s][nxt[s]]
-            need = ("forward", s - 1, i) if kind == "forward" else ("backward", s + 1, i)
+            forward = kind == "forward"
+            need = ("forward", s - 1, i) if forward else ("backward", s + 1, i)
             if kind == "forward" and s == 0:
                 ready = 0.0
             elif kind == "backward" and s == p - 1:
@@ -125,9 +125,17 @@ def micro_batches_held(
     s = checked_whole("stage", stage)
     if s >= p:
         raise ValueError(f"stage={s} is not one of the {p} stages")
-    if schedule not in SCHEDULES:
-        raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
+    _schedule(schedule)
     return m if schedule == "GPipe" else min(p - s, m)
+
+
+def _schedule(schedule: str) -> str:
+    """``schedule`` if it is one of ``SCHEDULES``."""
+    if schedule not in SCHEDULES:
+        raise ValueError(
+            f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}"
+        )
+    return schedule
 
 
 def stage_send_bytes(m: ModelShape, tokens: int) -> int:

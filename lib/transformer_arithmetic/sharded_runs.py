@@ -17,6 +17,9 @@ floats, so a sharded result differs from the whole one only by the order of its 
   and back with two all-to-alls.
 - ``ring_attention``: causal attention over a sequence cut into one piece a device, the
   keys and values passed round a ring.
+
+Each ``whole_*`` function computes the same thing in one process from the same seed,
+with PyTorch's own modules: the reference a sharded result must equal.
 """
 
 from __future__ import annotations
@@ -30,6 +33,10 @@ from .reference_model import Block, Decoder
 from .shapes import ModelShape
 
 __all__ = [
+    "whole_block",
+    "whole_step",
+    "whole_mixture",
+    "whole_attention",
     "collective_sizes",
     "ring_reduce_scatter",
     "tensor_parallel_block",
@@ -40,6 +47,58 @@ __all__ = [
 ]
 
 DTYPE = torch.float64
+
+
+def _experts(width: int, experts: int, seed: int) -> list:
+    """The experts of ``expert_layer`` (two matrices and a GELU each), from ``seed``."""
+    torch.manual_seed(seed)
+    return [torch.nn.Sequential(torch.nn.Linear(width, 2 * width, bias=False),
+                                torch.nn.GELU(),
+                                torch.nn.Linear(2 * width, width, bias=False)).to(DTYPE)
+            for _ in range(experts)]
+
+
+def whole_block(m: ModelShape, tokens: int, seed: int) -> torch.Tensor:
+    """``tensor_parallel_block``'s output, the block run whole."""
+    torch.manual_seed(seed)
+    block = Block(m).to(DTYPE)
+    x = torch.randn(1, tokens, m.width, dtype=DTYPE)
+    with torch.no_grad():
+        return block(x)[0]
+
+
+def whole_step(m: ModelShape, sequences: int, tokens: int, seed: int) -> torch.Tensor:
+    """``zero_step``'s weights, the step taken by one process on the whole batch (with
+    the same written-out Adam step)."""
+    torch.manual_seed(seed)
+    model = Decoder(m).to(DTYPE)
+    rows = _batch(m, sequences, tokens, seed)
+    logits, _ = model(rows[:, :-1])
+    F.cross_entropy(logits.flatten(0, 1), rows[:, 1:].flatten()).backward()
+    params = list(model.parameters())
+    new, _ = adam_step(torch.cat([p.detach().flatten() for p in params]),
+                       torch.cat([p.grad.flatten() for p in params]))
+    return new
+
+
+def whole_mixture(n: int, width: int, experts: int, routes: list, seed: int) -> list:
+    """``expert_layer``'s outputs, each rank's tokens through their experts in one
+    process."""
+    ffns = _experts(width, experts, seed)
+    x = torch.randn(n, len(routes[0]), width, dtype=DTYPE)
+    with torch.no_grad():
+        return [torch.stack([sum(ffns[e](x[r, t]) for e in chosen) / len(chosen)
+                             for t, chosen in enumerate(routes[r])]) for r in range(n)]
+
+
+def whole_attention(m: ModelShape, tokens: int, seed: int) -> torch.Tensor:
+    """``ring_attention``'s outputs joined, PyTorch's causal attention over the whole
+    sequence."""
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(1, heads, tokens, m.head_dim, dtype=DTYPE, generator=g)
+               for heads in (m.heads, m.kv_heads, m.kv_heads))
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                          enable_gqa=m.kv_heads != m.heads)
 
 
 def _measured(action) -> int:
@@ -169,7 +228,9 @@ def zero_step(rank: int, n: int, m: ModelShape, sequences: int, tokens: int,
     size = -(-flat.numel() // n) * n  # padded to a multiple of N, as FSDP pads
     grads = torch.cat([flat, flat.new_zeros(size - flat.numel())])
     handed, result = Handed(), {}
-    sent = _measured(lambda: result.update(g=ring_reduce_scatter(handed, grads, rank, n)))
+    sent = _measured(
+        lambda: result.update(g=ring_reduce_scatter(handed, grads, rank, n))
+    )
     weights = torch.cat([p.detach().flatten() for p in params])
     weights = torch.cat([weights, weights.new_zeros(size - weights.numel())])
     mine, averages = adam_step(weights.chunk(n)[rank], result["g"])
@@ -186,11 +247,7 @@ def expert_layer(rank: int, n: int, width: int, experts: int, routes: list,
     this rank's tokens go to the ranks holding their experts (``routes[rank][t]``
     lists token t's experts) and come back with two all-to-alls; each token's result is
     the mean of its experts' outputs."""
-    torch.manual_seed(seed)
-    ffns = [torch.nn.Sequential(torch.nn.Linear(width, 2 * width, bias=False),
-                                torch.nn.GELU(),
-                                torch.nn.Linear(2 * width, width, bias=False)).to(DTYPE)
-            for _ in range(experts)]
+    ffns = _experts(width, experts, seed)
     x = torch.randn(n, len(routes[0]), width, dtype=DTYPE)[rank]
     local = experts // n  # experts per rank; expert e lives on rank e // local
     copies = sorted((e, t) for t, chosen in enumerate(routes[rank]) for e in chosen)
@@ -252,7 +309,7 @@ def ring_attention(rank: int, n: int, m: ModelShape, tokens: int, seed: int) -> 
             total = total * scale + weights.sum(-1, keepdim=True)
             acc, largest = acc * scale + weights @ values, new
         if step < n - 1:
-            sent += _measured(lambda: handed.exchange(kv, (rank + 1) % n, arriving,
-                                                      (rank - 1) % n, name="keys and values"))
+            sent += _measured(lambda: handed.exchange(
+                kv, (rank + 1) % n, arriving, (rank - 1) % n, name="keys and values"))
             kv, arriving, holder = arriving.clone(), kv, (holder - 1) % n
     return {"output": acc / total, "handed": handed.bytes, "written": sent}

@@ -2,8 +2,8 @@
 
 A training run on N_dev = N_dp x N_tp x N_pp devices is priced from the pieces of the
 page: each device holds 1 / (N_tp N_pp) of the model (ZeRO cuts the parts its stage
-cuts by N_dp too) and the activations of the micro-batches it has in flight; a step takes
-the device's share of the arithmetic, the pipeline's bubble, the tensor-parallel
+cuts by N_dp too) and the activations of the micro-batches it has in flight; a step
+takes the device's share of the arithmetic, the pipeline's bubble, the tensor-parallel
 all-reduces (which wait on the arithmetic and are counted in full) and whatever part of
 the data-parallel collectives the last backward pass does not cover. Devices are
 numbered with the tensor-parallel group innermost (as Megatron-LM numbers them), so a
@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 from .checks import checked_whole
 from .collectives import Link, ring_time
-from .data_parallel import SHARDED_FROM, share, training_state_bytes, training_step_flops
+from .data_parallel import (SHARDED_FROM, share, training_state_bytes,
+                            training_step_flops)
 from .memory import layer_activation_bytes, logits_bytes, parameter_count
 from .pipeline import micro_batches_held
 from .shapes import Accelerator, ModelShape
@@ -86,7 +87,9 @@ def stage_numbers(m: ModelShape, split: Split) -> int:
     return layers + (m.vocab // n) * m.width + m.norm_numbers * m.width
 
 
-def device_memory(m: ModelShape, split: Split, batch: int, seq_len: int) -> dict[str, int]:
+def device_memory(
+    m: ModelShape, split: Split, batch: int, seq_len: int
+) -> dict[str, int]:
     """Bytes the busiest device holds, by part: the training state of its share of the
     model (the fuller end stage, ``stage_numbers``), the activations
     of the micro-batches it keeps for their backward pass, and the logits the last
@@ -124,7 +127,8 @@ def step_times(
     _valid(m, split, batch)
     machine = checked_whole("machine", machine, minimum=1)
     micro = batch // split.dp
-    arithmetic = training_step_flops(m, batch, seq_len) / split.devices / acc.flops_per_s
+    flops = training_step_flops(m, batch, seq_len)
+    arithmetic = flops / split.devices / acc.flops_per_s
     one_micro = arithmetic / micro
     tp_link = inside if split.tp <= machine else between
     pp_link = inside if split.devices <= machine else between

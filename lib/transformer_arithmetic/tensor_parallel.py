@@ -24,6 +24,7 @@ from .work import layer_weight_flops
 
 __all__ = [
     "check_split",
+    "divides",
     "kv_heads_per_device",
     "tp_layer_numbers",
     "tp_weight_bytes",
@@ -51,6 +52,15 @@ def check_split(m: ModelShape, devices: int) -> int:
     return n
 
 
+def divides(m: ModelShape, devices: int) -> bool:
+    """Whether ``m``'s layer can be cut among ``devices`` (``check_split`` accepts it)."""
+    try:
+        check_split(m, devices)
+    except ValueError:
+        return False
+    return True
+
+
 def kv_heads_per_device(m: ModelShape, devices: int) -> int:
     """Key-value heads each device holds: h_kv / N_tp, and at least one."""
     n = check_split(m, devices)
@@ -63,7 +73,8 @@ def tp_layer_numbers(m: ModelShape, devices: int) -> int:
     matrices, and both normalisations whole."""
     n = check_split(m, devices)
     kv = kv_heads_per_device(m, n)
-    attention = 2 * m.width * (m.heads // n) * m.head_dim + 2 * m.width * kv * m.head_dim
+    queries = 2 * m.width * (m.heads // n) * m.head_dim  # query and output shares
+    attention = queries + 2 * m.width * kv * m.head_dim
     return attention + ffn_params(m) // n + 2 * m.norm_numbers * m.width
 
 
@@ -80,7 +91,8 @@ def tp_weight_bytes(m: ModelShape, devices: int) -> int:
 def tp_cache_bytes_per_token(m: ModelShape, devices: int) -> int:
     """Bytes of keys and values one token adds to each device's cache: its key-value
     heads in every layer."""
-    return 2 * m.layers * kv_heads_per_device(m, devices) * m.head_dim * m.bytes_per_number
+    kv = kv_heads_per_device(m, devices)
+    return 2 * m.layers * kv * m.head_dim * m.bytes_per_number
 
 
 def tp_handed_bytes(m: ModelShape, tokens: int, backward: bool = False) -> int:
