@@ -29,7 +29,7 @@ from transformer_arithmetic.collective_runs import HEADER_BYTES, run
 from transformer_arithmetic import sharded_runs as sr
 from transformer_arithmetic.reference_model import Block, Decoder
 
-pytestmark = [pytest.mark.torch_kernels, pytest.mark.slow(seconds=12)]
+pytestmark = [pytest.mark.torch_kernels, pytest.mark.slow(seconds=20)]
 
 WORLDS = (2, 3, 4)
 EIGHT = 8   # every run computes in eight-byte numbers, so the shapes say b = 8

@@ -95,9 +95,10 @@ def whole_attention(m: ModelShape, tokens: int, seed: int) -> torch.Tensor:
     """``ring_attention``'s outputs joined, PyTorch's causal attention over the whole
     sequence."""
     g = torch.Generator().manual_seed(seed)
-    q, k, v = (torch.randn(1, heads, tokens, m.head_dim, dtype=DTYPE, generator=g)
-               for heads in (m.heads, m.kv_heads, m.kv_heads))
-    return F.scaled_dot_product_attention(q, k, v, is_causal=True,
+    queries, keys, values = (
+        torch.randn(1, heads, tokens, m.head_dim, dtype=DTYPE, generator=g)
+        for heads in (m.heads, m.kv_heads, m.kv_heads))
+    return F.scaled_dot_product_attention(queries, keys, values, is_causal=True,
                                           enable_gqa=m.kv_heads != m.heads)
 
 
@@ -177,11 +178,13 @@ def tensor_parallel_block(rank: int, n: int, m: ModelShape, tokens: int,
     a, f, handed = block.attn, block.ffn, Handed()
     with torch.no_grad():
         h = block.norm1(x)
-        q = (h @ a.q.weight[rows].T).view(1, tokens, -1, m.head_dim).transpose(1, 2)
-        k = (h @ a.k.weight[kv_rows].T).view(1, tokens, -1, m.head_dim).transpose(1, 2)
-        v = (h @ a.v.weight[kv_rows].T).view(1, tokens, -1, m.head_dim).transpose(1, 2)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
-                                           enable_gqa=q.shape[1] != k.shape[1])
+        def heads(weight):  # this rank's heads of a projection: (1, heads, tokens, d_h)
+            return (h @ weight.T).view(1, tokens, -1, m.head_dim).transpose(1, 2)
+
+        queries = heads(a.q.weight[rows])
+        keys, values = heads(a.k.weight[kv_rows]), heads(a.v.weight[kv_rows])
+        y = F.scaled_dot_product_attention(queries, keys, values, is_causal=True,
+                                           enable_gqa=queries.shape[1] != keys.shape[1])
         attended = y.transpose(1, 2).reshape(1, tokens, -1) @ a.out.weight[:, rows].T
         sent = _measured(lambda: handed.all_reduce(attended))
         x = x + attended

@@ -53,7 +53,7 @@ def check_split(m: ModelShape, devices: int) -> int:
 
 
 def divides(m: ModelShape, devices: int) -> bool:
-    """Whether ``m``'s layer can be cut among ``devices`` (``check_split`` accepts it)."""
+    """Whether ``m``'s layer can be cut among ``devices`` (``check_split`` agrees)."""
     try:
         check_split(m, devices)
     except ValueError:
