@@ -8,7 +8,7 @@ import pytest
 import transformer_arithmetic as ta
 from checking import check
 from decoder_reference import cache_bytes_per_token
-from transformer_arithmetic.many_chips_inputs import NVLINK, REAL_CHIP, grown
+from transformer_arithmetic.many_chips_inputs import MACHINE_DEVICES, NVLINK, REAL_CHIP, grown
 from transformer_arithmetic.units import size_text
 
 pytestmark = [pytest.mark.notebooks, pytest.mark.torch_kernels]
@@ -37,7 +37,7 @@ def step_bytes():
 
 
 def grouped():
-    return dataclasses.replace(BIG, kv_heads=BIG.heads // 8)
+    return dataclasses.replace(BIG, kv_heads=MACHINE_DEVICES)
 
 
 def per_device(n):

@@ -54,7 +54,7 @@ def conversations(m, n):
 
 
 def grouped():
-    return dataclasses.replace(BIG, kv_heads=BIG.heads // 8)
+    return dataclasses.replace(BIG, kv_heads=MACHINE_DEVICES)
 
 
 def ship(tokens, link):
