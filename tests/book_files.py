@@ -11,8 +11,8 @@ from book_machinery.execute import is_notebook_text
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
 CHAPTERS = BOOK / "chapters"
-PAGES = ("training", "why_won")
-"""The two textbook pages; the appendix holds the calculator and the measured page."""
+PAGES = ("training", "why_won", "many_chips")
+"""The textbook pages; the appendix holds the calculator and the measured page."""
 
 
 def paired_notebooks() -> list[Path]:

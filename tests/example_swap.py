@@ -41,6 +41,7 @@ OPENING = {key: (lambda key: lambda m, a: opening_table(m, a)[key])(key)
 FOLLOWS = {
     "training/index": OPENING,
     "why_won/index": OPENING,
+    "many_chips/index": OPENING,
     "training/04_kv_cache": {
         "per_token": lambda m, a: memory.kv_bytes_per_token(m),
         "weights_size": lambda m, a: size_text(memory.weight_bytes(m)),

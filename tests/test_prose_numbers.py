@@ -21,6 +21,7 @@ pytestmark = pytest.mark.notebooks
 ALLOW = [
     (r"\bMathJax \d\b", "a software version"),
     (r"\bJupyter Book \d(?:\.x)?\b", "a software version"),
+    (r"\b1F1B\b", "a pipeline schedule's name (one forward, one backward)"),
 ]
 
 STRIP = [

@@ -21,8 +21,16 @@ same, full attention, one dense feed-forward part). Modules, each named after a 
 - ``designs``      ways to mix positions side by side: reach, exact recall, memory, time
 - ``simulated``    the fixed, documented table of the simulated example
   (``simulated_derivation``: how that table was made)
+- ``collectives``  all-reduce, reduce-scatter, all-gather, all-to-all: steps, bytes
+  sent and time on a link (rings, trees, two levels)
+- ``data_parallel``, ``tensor_parallel``, ``pipeline``, ``experts``,
+  ``context_parallel``  what each split puts on a device and what it sends
+- ``splits``       choosing a split for a training run and for a service
+- ``many_chips_inputs``  the links, real chip and large model the many-chips page
+  states, with their sources
 - ``reference_model``  a plain PyTorch decoder built to a shape: the independent
-  reference
+  reference (``collective_runs`` and ``sharded_runs``: the same for the splits, real
+  gloo processes on this CPU)
 - ``search``, ``checks``  the first length at which something holds; argument checks
 
 Published models, whose layers differ, are counted by ``transformer_calculator``, which

@@ -1,0 +1,173 @@
+"""Real collectives on this computer's CPU: processes that talk through gloo on the
+loopback, and the bytes each of them writes.
+
+The independent reference for ``collectives`` and the pages' splits, in the spirit of
+``reference_model``: nothing here computes a formula. ``run(task, devices, *args)``
+starts ``devices`` processes, joins them into one ``torch.distributed`` group with the
+gloo backend (the same calls a GPU program makes with NCCL), runs ``task(rank, devices,
+*args)`` in each and returns what each returned, in rank order.
+
+- The processes are forked from one server process that imported torch once
+  (``multiprocessing``'s forkserver), so each starts in milliseconds and none inherits
+  the caller's threads. They meet through a store the caller holds on 127.0.0.1, on a
+  port the system picks, so parallel runs never collide; nothing leaves the loopback.
+- ``Handed`` counts the bytes of the tensors a task hands to each collective.
+- ``written()`` reads how many bytes this process has written so far (Linux's
+  ``/proc/self/io``). Gloo sends every message over TCP behind a 48-byte header (six
+  eight-byte fields, ``gloo/transport/tcp/pair.h``), so what a process writes during a
+  collective is the payload plus 48 bytes for each message; a task's processes write
+  nothing else (their standard output and error go to ``/dev/null``).
+- Any time measured here is this CPU's, over the loopback: it says nothing about a GPU.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import sys
+import traceback
+from collections.abc import Callable
+from datetime import timedelta
+
+from .checks import checked_whole
+
+__all__ = ["HEADER_BYTES", "run", "written", "payload_agrees", "Handed"]
+
+HEADER_BYTES = 48
+"""Bytes gloo's TCP transport writes before each message (its preamble: six size_t)."""
+
+_PRELOAD = ["torch", "torch.distributed", "transformer_arithmetic.collective_runs",
+            "transformer_arithmetic.sharded_runs",
+            "transformer_arithmetic.reference_model"]
+
+
+def payload_agrees(wrote: int, payload: float, most_headers: int = 400) -> bool:
+    """Whether ``wrote`` bytes are ``payload`` bytes and whole gloo headers, at most
+    ``most_headers`` of them: what a process writes for a payload, seen on the wire."""
+    extra = wrote - payload
+    whole = extra % HEADER_BYTES == 0
+    return extra >= 0 and whole and extra <= most_headers * HEADER_BYTES
+
+
+def written() -> int:
+    """Bytes this process has written (to files, pipes and sockets) since it started."""
+    with open("/proc/self/io") as f:
+        for line in f:
+            if line.startswith("wchar:"):
+                return int(line.split()[1])
+    raise RuntimeError("/proc/self/io has no wchar line")
+
+
+class Handed:
+    """The collectives a task calls, each counting the bytes of the tensors handed to
+    it (``bytes[name]``)."""
+
+    def __init__(self) -> None:
+        self.bytes: dict[str, int] = {}
+
+    def _count(self, name: str, *tensors) -> None:
+        size = sum(t.numel() * t.element_size() for t in tensors)
+        self.bytes[name] = self.bytes.get(name, 0) + size
+
+    def all_reduce(self, t, name: str = "all-reduce") -> None:
+        import torch.distributed as dist
+
+        self._count(name, t)
+        dist.all_reduce(t)
+
+    def all_gather(self, out, t, name: str = "all-gather") -> None:
+        import torch.distributed as dist
+
+        self._count(name, t)
+        dist.all_gather_single(out, t)
+
+    def reduce_scatter(self, out, t, name: str = "reduce-scatter") -> None:
+        import torch.distributed as dist
+
+        self._count(name, t)
+        dist.reduce_scatter_single(out, t)
+
+    def all_to_all(self, out, t, out_splits=None, in_splits=None,
+                   name: str = "all-to-all") -> None:
+        import torch.distributed as dist
+
+        self._count(name, t)
+        dist.all_to_all_single(out, t, out_splits, in_splits)
+
+    def exchange(self, send, to: int, recv, source: int, name: str = "send") -> None:
+        """Send ``send`` to rank ``to`` while receiving ``recv`` from ``source``."""
+        import torch.distributed as dist
+
+        self._count(name, send)
+        ops = [dist.P2POp(dist.isend, send, to), dist.P2POp(dist.irecv, recv, source)]
+        for request in dist.batch_isend_irecv(ops):
+            request.wait()
+
+
+def _child(task: Callable, rank: int, devices: int, port: int, conn, args) -> None:
+    """One process of a run: silence its output, join the group, run the task, send
+    back ("ok", result) or ("error", the traceback)."""
+    answer: tuple = ("error", "the task did not run")
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    try:
+        import torch
+        import torch.distributed as dist
+
+        torch.set_num_threads(1)
+        store = dist.TCPStore("127.0.0.1", port, devices, is_master=False,
+                              timeout=timedelta(seconds=120))
+        dist.init_process_group("gloo", store=store, rank=rank, world_size=devices,
+                                timeout=timedelta(seconds=120))
+        try:
+            answer = ("ok", task(rank, devices, *args))
+        finally:
+            dist.destroy_process_group()
+    except BaseException:  # sent back whole: the caller raises it
+        answer = ("error", traceback.format_exc())
+    try:  # plain pickle: torch's own pickler would share memory with a dying process
+        conn.send_bytes(pickle.dumps(answer))
+    finally:
+        conn.close()
+
+
+def run(task: Callable, devices: int, *args) -> list:
+    """What ``task(rank, devices, *args)`` returned in each of ``devices`` processes
+    joined by gloo on the loopback, in rank order (an error in any raises here with its
+    traceback). ``task`` must be a module-level function; ``args`` must pickle."""
+    import torch.distributed as dist
+
+    devices = checked_whole("devices", devices, minimum=1)
+    main = sys.modules["__main__"]
+    if not hasattr(main, "__spec__"):  # spawn reads it; an IPython reset deletes it
+        main.__spec__ = None
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(_PRELOAD)
+    store = dist.TCPStore("127.0.0.1", 0, devices + 1, is_master=True,
+                          wait_for_workers=False, timeout=timedelta(seconds=120))
+    pipes, processes = [], []
+    try:
+        for rank in range(devices):
+            here, there = context.Pipe(duplex=False)
+            p = context.Process(target=_child,
+                                args=(task, rank, devices, store.port, there, args))
+            p.start()
+            there.close()
+            pipes.append(here)
+            processes.append(p)
+        answers = []
+        for rank, here in enumerate(pipes):
+            try:
+                answers.append(pickle.loads(here.recv_bytes()))
+            except EOFError:
+                answers.append(("error", f"process {rank} ended without an answer"))
+    finally:
+        for p in processes:
+            p.join(timeout=60)
+        del store
+    failed = [f"rank {r}:\n{a[1]}" for r, a in enumerate(answers) if a[0] != "ok"]
+    if failed:
+        raise RuntimeError("a gloo run failed:\n" + "\n".join(failed))
+    return [a[1] for a in answers]

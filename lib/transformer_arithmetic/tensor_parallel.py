@@ -1,0 +1,170 @@
+"""Tensor parallel: each matrix of a layer cut into N_tp shares (Megatron-LM).
+
+Shoeybi et al. (2019) cut a block so that it needs only two all-reduces in a forward
+pass. In attention, each device takes h / N_tp whole heads: its columns of the query,
+key and value matrices and the matching rows of the output matrix, so it computes its
+heads' share of the output alone and one all-reduce adds the shares. In the feed-forward
+part, the first matrix (or two, when gated) is cut by columns, so each device holds a
+slice of the inner width and applies the nonlinearity to its slice alone, and the last
+matrix by rows, so its product is again a share to be added by a second all-reduce.
+The backward pass needs the same two all-reduces again.
+
+Key-value heads are cut like the query heads while there are at least N_tp of them; with
+fewer, each device keeps one whole key-value head (copies of it live on N_tp / h_kv
+devices), so the cache per device stops shrinking at one head.
+"""
+
+from __future__ import annotations
+
+from .checks import checked_whole
+from .collectives import Link, ring_bytes_sent, ring_time
+from .memory import ffn_params
+from .shapes import Accelerator, ModelShape
+from .work import layer_weight_flops
+
+__all__ = [
+    "check_split",
+    "divides",
+    "kv_heads_per_device",
+    "tp_layer_numbers",
+    "tp_weight_bytes",
+    "tp_cache_bytes_per_token",
+    "tp_handed_bytes",
+    "tp_layer_bytes",
+    "tp_layer_times",
+    "tp_widest_hidden",
+    "tp_decode_parts",
+]
+
+
+def check_split(m: ModelShape, devices: int) -> int:
+    """``devices`` if the heads, the feed-forward width and the vocabulary divide among
+    them and the key-value heads either divide among them or divide them."""
+    n = checked_whole("devices", devices, minimum=1)
+    for name, value in (("heads", m.heads), ("ffn_width", m.ffn_width),
+                        ("vocab", m.vocab)):
+        if value % n:
+            raise ValueError(f"{name}={value} does not divide among {n} devices")
+    if m.kv_heads % n and n % m.kv_heads:
+        raise ValueError(
+            f"kv_heads={m.kv_heads} neither divides among {n} devices nor divides them"
+        )
+    return n
+
+
+def divides(m: ModelShape, devices: int) -> bool:
+    """Whether ``m``'s layer can be cut among ``devices`` (``check_split`` agrees)."""
+    try:
+        check_split(m, devices)
+    except ValueError:
+        return False
+    return True
+
+
+def kv_heads_per_device(m: ModelShape, devices: int) -> int:
+    """Key-value heads each device holds: h_kv / N_tp, and at least one."""
+    n = check_split(m, devices)
+    return max(m.kv_heads // n, 1)
+
+
+def tp_layer_numbers(m: ModelShape, devices: int) -> int:
+    """Numbers of one layer each device holds: its share of the four attention matrices
+    (a whole key-value head where there are too few to cut) and of the feed-forward
+    matrices, and both normalisations whole."""
+    n = check_split(m, devices)
+    kv = kv_heads_per_device(m, n)
+    queries = 2 * m.width * (m.heads // n) * m.head_dim  # query and output shares
+    attention = queries + 2 * m.width * kv * m.head_dim
+    return attention + ffn_params(m) // n + 2 * m.norm_numbers * m.width
+
+
+def tp_weight_bytes(m: ModelShape, devices: int) -> int:
+    """Bytes of weights each device holds: its share of every layer, of the embedding
+    table (cut by vocabulary rows) and of an untied output table, and the final
+    normalisation whole."""
+    n = check_split(m, devices)
+    tables = m.embedding_tables * (m.vocab // n) * m.width
+    final = m.norm_numbers * m.width
+    return (m.layers * tp_layer_numbers(m, n) + tables + final) * m.bytes_per_number
+
+
+def tp_cache_bytes_per_token(m: ModelShape, devices: int) -> int:
+    """Bytes of keys and values one token adds to each device's cache: its key-value
+    heads in every layer."""
+    kv = kv_heads_per_device(m, devices)
+    return 2 * m.layers * kv * m.head_dim * m.bytes_per_number
+
+
+def tp_handed_bytes(m: ModelShape, tokens: int, backward: bool = False) -> int:
+    """Bytes one layer hands to its all-reduces for ``tokens`` positions: two arrays of
+    tokens x d numbers in the forward pass, four with the backward pass."""
+    tokens = checked_whole("tokens", tokens)
+    return (4 if backward else 2) * tokens * m.width * m.bytes_per_number
+
+
+def tp_layer_bytes(
+    m: ModelShape, tokens: int, devices: int, backward: bool = False
+) -> float:
+    """Bytes each device sends for one layer: ring all-reduces of what it hands them,
+    2(N-1)/N of it."""
+    n = check_split(m, devices)
+    return ring_bytes_sent("all-reduce", tp_handed_bytes(m, tokens, backward), n)
+
+
+def tp_layer_times(
+    m: ModelShape, acc: Accelerator, link: Link, devices: int, tokens: int
+) -> dict[str, float]:
+    """Seconds one layer's forward pass spends, on each of ``devices``, on its share of
+    the weight arithmetic for ``tokens`` positions and on its two all-reduces over
+    ``link`` (the pairs of attention are left out: they are cut the same way)."""
+    n = check_split(m, devices)
+    tokens = checked_whole("tokens", tokens, minimum=1)
+    one = tokens * m.width * m.bytes_per_number
+    return {
+        "arithmetic": layer_weight_flops(m, tokens) / n / acc.flops_per_s,
+        "communication": 2 * ring_time("all-reduce", one, n, link) if n > 1 else 0.0,
+    }
+
+
+def tp_widest_hidden(
+    m: ModelShape, acc: Accelerator, link: Link, tokens: int, most: int = 64
+) -> int:
+    """The most devices, of those the layer divides among (up to ``most``), at which a
+    layer's two all-reduces take no longer than its arithmetic, so that a schedule that
+    overlaps them could hide them (1 when even two devices cannot)."""
+    most = checked_whole("most", most, minimum=1)
+    best = 1
+    for n in range(2, most + 1):
+        try:
+            times = tp_layer_times(m, acc, link, n, tokens)
+        except ValueError:
+            continue  # the layer does not divide among n devices
+        if times["communication"] <= times["arithmetic"]:
+            best = n
+    return best
+
+
+def tp_decode_parts(
+    m: ModelShape,
+    acc: Accelerator,
+    link: Link,
+    devices: int,
+    context: int,
+    batch: int = 1,
+) -> dict[str, float]:
+    """Seconds one decode step spends on each of ``devices``: reading its weights and
+    its share of ``batch`` caches of ``context`` tokens, its share of the arithmetic,
+    and the 2L all-reduces of batch x d numbers the layers wait for in turn."""
+    n = check_split(m, devices)
+    context = checked_whole("context", context)
+    batch = checked_whole("batch", batch, minimum=1)
+    read = tp_weight_bytes(m, n) + batch * context * tp_cache_bytes_per_token(m, n)
+    flops = 2 * (tp_weight_bytes(m, n) // m.bytes_per_number)
+    flops += 4 * m.layers * (m.heads // n) * m.head_dim * context
+    one = batch * m.width * m.bytes_per_number
+    wait = 2 * m.layers * ring_time("all-reduce", one, n, link) if n > 1 else 0.0
+    return {
+        "reading": read / acc.bytes_per_s,
+        "arithmetic": batch * flops / acc.flops_per_s,
+        "all-reduces": wait,
+    }
