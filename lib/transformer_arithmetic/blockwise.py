@@ -207,19 +207,16 @@ def tiled_attention_traffic(
     n = checked_whole("tokens", tokens, minimum=1)
     d = checked_whole("head_dim", head_dim, minimum=1)
     t = checked_whole("tile", tile, minimum=1)
-    if causal:
-        i, j = np.indices((-(-n // t),) * 2)
-        first_row, last_row = i * t, np.minimum((i + 1) * t, n) - 1
-        first_col, last_col = j * t, np.minimum((j + 1) * t, n) - 1
-        keep = first_col <= last_row
-        if window is not None:
-            w = checked_whole("window", window, minimum=1)
-            keep &= np.maximum(first_row - last_col, 0) < w
-        widths = np.where(keep, last_col - first_col + 1, 0)
-    else:
-        widths = np.full((1, -(-n // t)), 0)
-        widths[0] = [min(t, n - c) for c in range(0, n, t)]
-        widths = np.repeat(widths, -(-n // t), axis=0)
+    if not causal:  # every query tile reads all n keys and n values
+        return 2 * n * d + 2 * d * n * -(-n // t)
+    i, j = np.indices((-(-n // t),) * 2)
+    first_row, last_row = i * t, np.minimum((i + 1) * t, n) - 1
+    first_col, last_col = j * t, np.minimum((j + 1) * t, n) - 1
+    keep = first_col <= last_row
+    if window is not None:
+        w = checked_whole("window", window, minimum=1)
+        keep &= np.maximum(first_row - last_col, 0) < w
+    widths = np.where(keep, last_col - first_col + 1, 0)
     return 2 * n * d + 2 * d * int(widths.sum())
 
 
