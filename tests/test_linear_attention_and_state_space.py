@@ -174,6 +174,7 @@ def test_the_tree_scan_reproduces_the_walk(n):
     written = [later for pairs in summaries.tree_scan_pairs(n) for _, later in pairs]
     assert all(len(set(later for _, later in p)) == len(p) for p in summaries.tree_scan_pairs(n))
     assert summaries.tree_scan_combines(n) == len(written)
+    assert summaries.tree_scan_rounds(n) == len(summaries.tree_scan_pairs(n))
 
 
 def test_the_tree_scan_does_about_two_combines_a_step():

@@ -34,6 +34,7 @@ __all__ = [
     "scan_combines",
     "tree_scan_pairs",
     "tree_scan_combines",
+    "tree_scan_rounds",
     "rate_to_keep",
     "steps_until",
 ]
@@ -213,7 +214,26 @@ def tree_scan_pairs(n: int) -> list[list[tuple[int, int]]]:
     return [pairs for pairs in rounds if pairs]
 
 
+def _tree_round_sizes(n: int) -> list[int]:
+    """How many pairs each round of ``tree_scan_pairs(n)`` holds, without listing them."""
+    n = checked_whole("n", n, minimum=1)
+    size, sizes, gap = 1 << (n - 1).bit_length(), [], 1
+    while gap < size:
+        sizes.append(len(range(2 * gap - 1, n, 2 * gap)))
+        gap *= 2
+    gap //= 4
+    while gap >= 1:
+        sizes.append(len(range(3 * gap - 1, n, 2 * gap)))
+        gap //= 2
+    return [s for s in sizes if s]
+
+
 def tree_scan_combines(n: int) -> int:
     """Combining operations Blelloch's scan does for ``n`` steps: 2n - 2 - log2 n when n
     is a power of two, about two a step (the walk does n - 1)."""
-    return sum(len(pairs) for pairs in tree_scan_pairs(n))
+    return sum(_tree_round_sizes(n))
+
+
+def tree_scan_rounds(n: int) -> int:
+    """Rounds of Blelloch's scan for ``n`` steps: about 2 log2 n (up the tree and down)."""
+    return len(_tree_round_sizes(n))
