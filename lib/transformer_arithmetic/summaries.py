@@ -215,7 +215,8 @@ def tree_scan_pairs(n: int) -> list[list[tuple[int, int]]]:
 
 
 def _tree_round_sizes(n: int) -> list[int]:
-    """How many pairs each round of ``tree_scan_pairs(n)`` holds, without listing them."""
+    """How many pairs each round of ``tree_scan_pairs(n)`` holds (without listing
+    them)."""
     n = checked_whole("n", n, minimum=1)
     size, sizes, gap = 1 << (n - 1).bit_length(), [], 1
     while gap < size:
@@ -235,5 +236,6 @@ def tree_scan_combines(n: int) -> int:
 
 
 def tree_scan_rounds(n: int) -> int:
-    """Rounds of Blelloch's scan for ``n`` steps: about 2 log2 n (up the tree and down)."""
+    """Rounds of Blelloch's scan for ``n`` steps: about 2 log2 n (up the tree, then
+    down)."""
     return len(_tree_round_sizes(n))
