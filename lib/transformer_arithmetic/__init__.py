@@ -19,8 +19,8 @@ same, full attention, one dense feed-forward part). Modules, each named after a 
 - ``objective``    next-token prediction: shifted rows, losses, signals, passes
 - ``summaries``    running summaries (fixed and content-chosen rates), and the two
   parallel scans (Hillis-Steele, Blelloch)
-- ``linear_attention``  attention without its softmax: the walk, the masked grid, chunks,
-  the delta rule, what one state hands back
+- ``linear_attention``  attention without its softmax: the walk, the masked grid,
+  chunks, the delta rule, what one state hands back
 - ``state_space``  banks of rates (one long filter), the selective layer, Mamba's state
   sizes
 - ``convolution``  how far stacked plain and dilated filters see; long filters by FFT
