@@ -76,3 +76,45 @@ def test_tiles_with_pairs_match_a_brute_force_count(n, tile, window):
 def test_bad_inputs_name_the_bad_value(call, words):
     with pytest.raises(ValueError, match=words):
         call()
+
+
+# --- traffic, split-KV decoding, what the backward pass keeps ------------------------------
+
+@pytest.mark.parametrize("n, d, tile, window", [(64, 16, 8, None), (60, 8, 16, None),
+                                                 (64, 16, 8, 12), (33, 4, 5, 7)])
+def test_traffic_counted_in_a_real_tiled_run_equals_the_formulas(n, d, tile, window):
+    rng = np.random.default_rng(n + tile)
+    q, k, v = rng.standard_normal((3, n, d))
+    mask = masks.causal_mask(n) if window is None else masks.window_mask(n, window)
+    tiled, moved = blockwise.counted_traffic(q, k, v, tile, mask)
+    plain, plain_moved = blockwise.counted_traffic(q, k, v, None, mask)
+    np.testing.assert_allclose(tiled, torch_attention(q, k, v, mask), atol=1e-12)
+    np.testing.assert_allclose(plain, torch_attention(q, k, v, mask), atol=1e-12)
+    assert moved == blockwise.tiled_attention_traffic(n, d, tile, window)
+    assert plain_moved == blockwise.plain_attention_traffic(n, d)
+    # by hand: queries and outputs once, a key tile and a value tile per tile computed
+    computed = sum(min(tile, n - c) for r in range(0, n, tile) for c in range(0, n, tile)
+                   if mask[r:r + tile, c:c + tile].any())
+    assert moved == 2 * n * d + 2 * d * computed
+
+
+def test_without_a_mask_tiles_cut_traffic_by_twice_the_tile_over_the_head():
+    n, d, tile = 8192, 64, 128
+    whole = blockwise.tiled_attention_traffic(n, d, tile, causal=False)
+    assert whole == 2 * n * d + 2 * n * n * d // tile
+    ratio = blockwise.plain_attention_traffic(n, d) / whole
+    assert 2 * tile / d * 0.97 < ratio < 2 * tile / d
+
+
+@pytest.mark.parametrize("keys, splits", [(1, 1), (100, 7), (64, 64), (10, 3)])
+def test_split_kv_decoding_matches_pytorch(keys, splits):
+    rng = np.random.default_rng(keys)
+    q, k, v = rng.standard_normal(16) * 3, rng.standard_normal((keys, 16)), rng.standard_normal((keys, 8))
+    reference = F.scaled_dot_product_attention(*(torch.from_numpy(x)[None] for x in (q[None], k, v)))
+    np.testing.assert_allclose(blockwise.split_kv_attention(q, k, v, splits), reference[0, 0].numpy(),
+                               atol=1e-12)
+
+
+def test_softmax_statistics_against_a_real_tensor():
+    lse = torch.zeros(24, 16, 8192, dtype=torch.float32)   # one log-sum per row, every head and layer
+    assert blockwise.softmax_statistics_bytes(24, 16, 8192) == lse.numel() * lse.element_size()

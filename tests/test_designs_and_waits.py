@@ -241,3 +241,38 @@ def test_designs_reject_bad_arguments():
         designs.Design("x", "attention", window=0)
     with pytest.raises(ValueError, match="tokens"):
         designs.reach(FULL, 0)
+
+
+def test_prefill_time_against_a_real_decoder_and_masks():
+    """Full attention's pass is the real decoder's; a window's pairs are the window mask's
+    cells; a summary's pass is its weights' plus two multiply-adds per state number."""
+    for tokens in (1, 512, 4096):
+        flops, nbytes = R.prefill_work(M, tokens)
+        assert designs.prefill_time(FULL, M, A, tokens) == max(flops / A.flops_per_s,
+                                                               nbytes / A.bytes_per_s)
+    narrow = designs.Design("window of 16", "attention", window=16, kv_heads=M.heads)
+    pairs = int(masks.window_mask(300, 16).sum())
+    flops = R.prefill_work(M, 300)[0] - 4 * R.query_channels(M) * (300 * 301 // 2) \
+        + M.layers * 4 * M.heads * M.head_dim * pairs
+    assert designs.prefill_time(narrow, M, A, 300) == pytest.approx(flops / A.flops_per_s)
+    mamba = designs.Design("Mamba-1 sizes", "summary", expand=2, blocks=2, state_bytes=4)
+    state = torch.zeros(2 * M.layers, 2 * M.width, 16, dtype=torch.float32)
+    assert designs.held_bytes(mamba, M, 10**6) == state.numel() * state.element_size()
+    updates = 4 * state.numel()
+    assert designs.prefill_time(mamba, M, A, 1000) == pytest.approx(
+        (2 * R.parameters(M) + updates) * 1000 / A.flops_per_s, rel=1e-12)
+
+
+def test_a_hybrid_with_shared_heads_keeps_the_weights_and_shrinks_the_cache():
+    kv = designs.hybrid_kv_heads(M)
+    assert kv == 8 and M.heads % kv == 0
+    assert designs.hybrid_kv_heads(dataclasses.replace(M, heads=12, kv_heads=None)) == 4
+    assert designs.hybrid_kv_heads(dataclasses.replace(M, heads=8, kv_heads=1)) == 1
+    shared = designs.Design("hybrid", "hybrid", attention_layers=3, kv_heads=kv)
+    cache = 3 * 32768 * R.cache_bytes_per_token(dataclasses.replace(M, kv_heads=kv)) // M.layers
+    state = torch.zeros(21, M.width, 16, dtype=torch.bfloat16)
+    assert designs.held_bytes(shared, M, 32768) == cache + state.numel() * state.element_size()
+    for n in (0, 8192):
+        gap = designs.token_time(HYBRID, M, A, n) - designs.token_time(shared, M, A, n)
+        assert gap == pytest.approx((designs.held_bytes(HYBRID, M, n)
+                                     - designs.held_bytes(shared, M, n)) / A.bytes_per_s)

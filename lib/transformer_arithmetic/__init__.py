@@ -13,11 +13,17 @@ same, full attention, one dense feed-forward part). Modules, each named after a 
 - ``intensity``    operations per byte, the ridge, and where a step stops waiting on
   reading
 - ``masks``        causal, windowed and window-plus-global masks, and their pair counts
-- ``blockwise``    attention worked through tile by tile with a running maximum and sum
+- ``blockwise``    attention worked through tile by tile with a running maximum and sum,
+  its traffic counted, and split-KV decoding
 - ``sampling``     softmax with temperature, entropy, top-p and top-k, beam search
 - ``objective``    next-token prediction: shifted rows, losses, signals, passes
-- ``summaries``    running summaries (fixed and content-chosen rates)
-- ``convolution``  how far stacked plain and dilated filters see
+- ``summaries``    running summaries (fixed and content-chosen rates), and the two
+  parallel scans (Hillis-Steele, Blelloch)
+- ``linear_attention``  attention without its softmax: the walk, the masked grid,
+  chunks, the delta rule, what one state hands back
+- ``state_space``  banks of rates (one long filter), the selective layer, Mamba's state
+  sizes
+- ``convolution``  how far stacked plain and dilated filters see; long filters by FFT
 - ``designs``      ways to mix positions side by side: reach, exact recall, memory, time
 - ``simulated``    the fixed, documented table of the simulated example
   (``simulated_derivation``: how that table was made)

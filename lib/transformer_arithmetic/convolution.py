@@ -1,7 +1,10 @@
-"""How far a stack of convolutions can see: plain filters and filters with doubling
-gaps."""
+"""How far a stack of convolutions can see: plain filters, filters with doubling gaps
+(once, or repeated in blocks as WaveNet did), and one long filter computed with the
+FFT."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from .checks import checked_whole
 
@@ -10,6 +13,9 @@ __all__ = [
     "layers_to_span",
     "dilated_receptive_field",
     "dilated_layers_to_span",
+    "repeated_dilated_receptive_field",
+    "causal_filter",
+    "causal_filter_fft",
     "layer_gaps",
     "taps",
 ]
@@ -73,3 +79,41 @@ def taps(kernel: int, layers: int, dilated: bool = False) -> list[list[int]]:
     for gap in reversed(layer_gaps(layers, dilated)):
         levels.append(sorted({p + j * gap for p in levels[-1] for j in range(k)}))
     return levels[::-1]
+
+
+def repeated_dilated_receptive_field(kernel: int, layers: int, blocks: int) -> int:
+    """Positions one output sees through ``blocks`` blocks, each of ``layers`` filters
+    whose gaps double (1, 2, ..., 2**(layers-1)) and start again at 1 in the next block:
+    1 + blocks (k - 1)(2**layers - 1)."""
+    blocks = checked_whole("blocks", blocks, minimum=1)
+    return 1 + blocks * (dilated_receptive_field(kernel, layers) - 1)
+
+
+def _row_and_filter(x, kernel) -> tuple[np.ndarray, np.ndarray]:
+    x, f = np.asarray(x, dtype=float), np.asarray(kernel, dtype=float)
+    if x.ndim != 1 or f.ndim != 1 or x.size == 0 or f.size == 0:
+        raise ValueError(
+            f"x and kernel must be non-empty rows, got {x.shape}, {f.shape}"
+        )
+    return x, f
+
+
+def causal_filter(x, kernel) -> np.ndarray:
+    """o_t = sum over j of kernel[j] x_(t-j): a causal filter whose weight depends only
+    on the distance j back, summed directly (n times the filter's length operations)."""
+    x, f = _row_and_filter(x, kernel)
+    out = np.zeros_like(x)
+    for j, w in enumerate(f[: x.size]):
+        out[j:] += w * x[: x.size - j]
+    return out
+
+
+def causal_filter_fft(x, kernel) -> np.ndarray:
+    """The same causal filter computed with the fast Fourier transform (about n log n
+    operations, however long the filter): both rows padded to twice the length, so the
+    circular product does not wrap round."""
+    x, f = _row_and_filter(x, kernel)
+    size = 1 << (2 * x.size - 1).bit_length()
+    f = f[: x.size]
+    spectrum = np.fft.rfft(x, size) * np.fft.rfft(f, size)
+    return np.fft.irfft(spectrum, size)[: x.size]

@@ -13,29 +13,32 @@ each:
 - ``dependent_steps``: steps that must follow one another when one layer trains on a
   row;
 - ``held_bytes``: what one conversation keeps in memory;
-- ``token_time``: the time of one more token (the slower of its work and its reading).
+- ``token_time``: the time of one more token (the slower of its work and its reading);
+- ``prefill_time``: the time to read a prompt of n tokens in one pass (the same two
+  limits over the whole row).
 
 One simplification is stated here, once: every design keeps the weights of the model it
 is applied to (the mixing part of each layer is assumed to have as many weights as
-attention has), so two designs differ only in what they hold and in the work of their
-mixing.
+attention has, and sharing key-value heads changes only what is cached), so two designs
+differ only in what they hold and in the work of their mixing.
+
+A running summary's state is ``state_size`` numbers for each of ``expand`` times the
+model's channels, in ``blocks`` summary layers per layer of the model (a Mamba block
+stands in for both halves of a transformer layer, so a stack of them with the same
+weights has twice the layers), at ``state_bytes`` bytes a number (None: the model's).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from .checks import checked_whole
-from .memory import (
-    hybrid_cache_bytes,
-    kv_cache_bytes,
-    parameter_count,
-    summary_state_bytes,
-    weight_bytes,
-)
+from .masks import causal_pairs, window_pairs
+from .memory import kv_cache_bytes, parameter_count, weight_bytes
 from .shapes import Accelerator, ModelShape, kv_head_choices
 from .summaries import scan_rounds
-from .work import decode_pair_flops, summary_flops_per_token
+from .work import decode_pair_flops
 
 __all__ = [
     "KINDS",
@@ -45,7 +48,10 @@ __all__ = [
     "dependent_steps",
     "held_bytes",
     "token_time",
+    "prefill_time",
+    "state_bytes",
     "grouped_kv_heads",
+    "hybrid_kv_heads",
 ]
 
 KINDS = ("convolution", "recurrent", "attention", "summary", "hybrid")
@@ -59,7 +65,8 @@ class Design:
     ``kernel``: a convolution's filter width. ``window``: attention over only the newest
     ``window`` tokens (None: every token). ``kv_heads``: attention's key-value heads
     (None: the model's own). ``state_size``: numbers a running summary keeps per
-    channel. ``attention_layers``: for a hybrid, the layers that keep attention."""
+    channel, ``expand`` and ``blocks`` and ``state_bytes`` its sizes (see the module).
+    ``attention_layers``: for a hybrid, the layers that keep attention."""
 
     name: str
     kind: str
@@ -68,6 +75,9 @@ class Design:
     kv_heads: int | None = None
     state_size: int = 16
     attention_layers: int = 0
+    expand: int = 1
+    blocks: int = 1
+    state_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -80,6 +90,10 @@ class Design:
         if self.kv_heads is not None:
             checked_whole("kv_heads", self.kv_heads, minimum=1)
         checked_whole("state_size", self.state_size, minimum=1)
+        checked_whole("expand", self.expand, minimum=1)
+        checked_whole("blocks", self.blocks, minimum=1)
+        if self.state_bytes is not None:
+            checked_whole("state_bytes", self.state_bytes, minimum=1)
         checked_whole(
             "attention_layers",
             self.attention_layers,
@@ -140,6 +154,21 @@ def dependent_steps(d: Design, tokens: int) -> int:
     return 1
 
 
+def _summary_layers(d: Design, m: ModelShape) -> int:
+    """Running-summary layers the design has: every layer (times ``blocks``), or the
+    layers of a hybrid that do not keep attention."""
+    if d.kind == "hybrid":
+        return (m.layers - d.attention_layers) * d.blocks
+    return m.layers * d.blocks if d.kind == "summary" else 0
+
+
+def state_bytes(d: Design, m: ModelShape) -> int:
+    """Bytes of running summary the design holds, over all its summary layers (0 for a
+    design without one)."""
+    per_number = m.bytes_per_number if d.state_bytes is None else d.state_bytes
+    return _summary_layers(d, m) * d.expand * m.width * d.state_size * per_number
+
+
 def held_bytes(d: Design, m: ModelShape, tokens: int) -> int:
     """Bytes one conversation of ``tokens`` holds over all layers: a cache, a state or
     the last inputs of a filter."""
@@ -150,10 +179,17 @@ def held_bytes(d: Design, m: ModelShape, tokens: int) -> int:
     if d.kind == "recurrent":
         return m.layers * m.width * m.bytes_per_number
     if d.kind == "summary":
-        return summary_state_bytes(m, d.state_size)
+        return state_bytes(d, m)
     if d.kind == "hybrid":
-        return hybrid_cache_bytes(s, n, d.attention_layers, d.state_size)
+        per_layer = kv_cache_bytes(s, n) // m.layers
+        return d.attention_layers * per_layer + state_bytes(d, m)
     return kv_cache_bytes(s, n, window=d.window)
+
+
+def _summary_flops(d: Design, m: ModelShape) -> int:
+    """Operations the summary layers spend on one token: two multiply-adds per state
+    number (update it, read it out)."""
+    return 4 * _summary_layers(d, m) * d.expand * m.width * d.state_size
 
 
 def _token_flops(d: Design, m: ModelShape, context: int) -> int:
@@ -161,32 +197,51 @@ def _token_flops(d: Design, m: ModelShape, context: int) -> int:
     the design's own mixing (attention's pairs, a summary's state updates)."""
     n = checked_whole("context", context)
     s = _shape_for(d, m)
-    weights = 2 * parameter_count(s)
+    weights = 2 * parameter_count(m)
     if d.kind == "attention":
         return weights + decode_pair_flops(
             s, n if d.window is None else min(n, d.window)
         )
-    if d.kind == "summary":
-        return weights + summary_flops_per_token(m, d.state_size)
     if d.kind == "hybrid":
         one = replace(s, layers=1)
-        summary_layers = m.layers - d.attention_layers
         return (
             weights
             + d.attention_layers * decode_pair_flops(one, n)
-            + summary_layers * summary_flops_per_token(one, d.state_size)
+            + _summary_flops(d, m)
         )
-    return weights  # a filter's or a recurrent network's mixing is its weights
+    return weights + _summary_flops(d, m)  # a filter's or a walk's mixing: its weights
 
 
 def token_time(d: Design, m: ModelShape, acc: Accelerator, context: int) -> float:
     """Seconds one conversation waits for one more token after ``context`` tokens: the
     slower of the arithmetic and the reading of every weight and everything the
     conversation holds."""
-    reading = (
-        weight_bytes(_shape_for(d, m)) + held_bytes(d, m, context)
-    ) / acc.bytes_per_s
+    reading = (weight_bytes(m) + held_bytes(d, m, context)) / acc.bytes_per_s
     return max(_token_flops(d, m, context) / acc.flops_per_s, reading)
+
+
+def _prefill_flops(d: Design, m: ModelShape, tokens: int) -> int:
+    """Operations to read ``tokens`` in one pass: every weight for every token, plus
+    the mixing (every allowed pair of the attention layers, the summaries' updates)."""
+    n = checked_whole("tokens", tokens)
+    per_pair = 4 * m.heads * m.head_dim  # per layer; key-value heads do not change it
+    weights = 2 * parameter_count(m) * n
+    if d.kind == "attention":
+        pairs = causal_pairs(n) if d.window is None else window_pairs(n, d.window)
+        return weights + m.layers * per_pair * pairs
+    if d.kind == "hybrid":
+        pairs = d.attention_layers * per_pair * causal_pairs(n)
+        return weights + pairs + n * _summary_flops(d, m)
+    return weights + n * _summary_flops(d, m)
+
+
+def prefill_time(d: Design, m: ModelShape, acc: Accelerator, tokens: int) -> float:
+    """Seconds to read a prompt of ``tokens`` in one pass (or one training step's
+    forward pass over a row of that length): the slower of its arithmetic and of
+    reading the weights and writing what the conversation holds."""
+    _shape_for(d, m)
+    reading = (weight_bytes(m) + held_bytes(d, m, tokens)) / acc.bytes_per_s
+    return max(_prefill_flops(d, m, tokens) / acc.flops_per_s, reading)
 
 
 def grouped_kv_heads(m: ModelShape) -> int:
@@ -195,3 +250,12 @@ def grouped_kv_heads(m: ModelShape) -> int:
     shares them), or the fewest there are when no middle exists."""
     choices = kv_head_choices(m)
     return choices[1] if len(choices) > 1 else choices[0]
+
+
+def hybrid_kv_heads(m: ModelShape, kept: int = 8) -> int:
+    """Key-value heads of a hybrid's attention layers that keep ``kept`` of them, as
+    Jamba keeps 8 for its 32 query heads: the largest count that divides both the query
+    heads and ``kept`` (``kept`` itself when it divides the heads), and never more than
+    ``m`` has."""
+    kept = checked_whole("kept", kept, minimum=1)
+    return min(m.kv_heads, math.gcd(m.heads, kept))

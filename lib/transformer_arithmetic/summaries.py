@@ -2,8 +2,15 @@
 to.
 
 A running summary (the simplest state-space layer, or a recurrent network's memory)
-does h_t = a_t * h_{t-1} + x_t. Whatever entered at step s is still present at step t
-with weight a_{s+1} * ... * a_t. With a fixed rate a, that is a ** (t - s).
+does c_t = gamma_t * c_{t-1} + x_t. Whatever entered at step s is still present at step
+t with weight gamma_{s+1} * ... * gamma_t. With a fixed rate gamma, that is
+gamma ** (t - s).
+
+Two parallel scans compute every c_t at once from the pairs (gamma_t, x_t), combining
+an earlier stretch (g1, x1) with a later one (g2, x2) into (g1 g2, g2 x1 + x2): the
+Hillis-Steele scan (every position takes in the one 2**r back in round r: log2 n rounds,
+about n log2 n combines) and Blelloch's work-efficient scan (a tree up, then down:
+about 2 log2 n rounds and 2n combines).
 """
 
 from __future__ import annotations
@@ -25,6 +32,9 @@ __all__ = [
     "scan_pairs",
     "scan_rounds",
     "scan_combines",
+    "tree_scan_pairs",
+    "tree_scan_combines",
+    "tree_scan_rounds",
     "rate_to_keep",
     "steps_until",
 ]
@@ -75,8 +85,8 @@ def token_weight(
 def parallel_scan(
     inputs: Sequence[float], rates: Sequence[float] | float
 ) -> tuple[np.ndarray, int]:
-    """The same summaries as ``run_summary``, by a parallel scan: (summary after each
-    step, rounds).
+    """The same summaries as ``run_summary``, by the Hillis-Steele parallel scan:
+    (summary after each step, rounds).
 
     Each step is the pair (rate, input); an earlier stretch (a1, b1) followed by a later
     one (a2, b2) combines to (a1 * a2, a2 * b1 + b2). In round r every position combines
@@ -184,3 +194,48 @@ def scan_combines(n: int) -> int:
     (the walk does n - 1)."""
     n = checked_whole("n", n, minimum=1)
     return sum(n - 2**r for r in range(scan_rounds(n)))
+
+
+def tree_scan_pairs(n: int) -> list[list[tuple[int, int]]]:
+    """For each round of Blelloch's work-efficient scan of ``n`` steps, the (earlier,
+    later) positions that combine: up a tree (round r joins stretches of 2**r), then
+    down it, filling in the positions the way up skipped. Rounds with no pair inside
+    the ``n`` positions are left out."""
+    n = checked_whole("n", n, minimum=1)
+    size = 1 << (n - 1).bit_length()
+    rounds, gap = [], 1
+    while gap < size:  # up: position i takes in the stretch ending gap places back
+        rounds.append([(i - gap, i) for i in range(2 * gap - 1, n, 2 * gap)])
+        gap *= 2
+    gap //= 4
+    while gap >= 1:  # down: the positions between the tree's nodes
+        rounds.append([(i - gap, i) for i in range(3 * gap - 1, n, 2 * gap)])
+        gap //= 2
+    return [pairs for pairs in rounds if pairs]
+
+
+def _tree_round_sizes(n: int) -> list[int]:
+    """How many pairs each round of ``tree_scan_pairs(n)`` holds (without listing
+    them)."""
+    n = checked_whole("n", n, minimum=1)
+    size, sizes, gap = 1 << (n - 1).bit_length(), [], 1
+    while gap < size:
+        sizes.append(len(range(2 * gap - 1, n, 2 * gap)))
+        gap *= 2
+    gap //= 4
+    while gap >= 1:
+        sizes.append(len(range(3 * gap - 1, n, 2 * gap)))
+        gap //= 2
+    return [s for s in sizes if s]
+
+
+def tree_scan_combines(n: int) -> int:
+    """Combining operations Blelloch's scan does for ``n`` steps: 2n - 2 - log2 n when n
+    is a power of two, about two a step (the walk does n - 1)."""
+    return sum(_tree_round_sizes(n))
+
+
+def tree_scan_rounds(n: int) -> int:
+    """Rounds of Blelloch's scan for ``n`` steps: about 2 log2 n (up the tree, then
+    down)."""
+    return len(_tree_round_sizes(n))

@@ -26,13 +26,24 @@ def layers_until_heard(kernel: int, distance: int, dilated: bool) -> int:
     return layers
 
 
-def furthest_back(kernel: int, layers: int, dilated: bool) -> int:
-    """How far back the top output of the stack hears: each layer adds (k - 1) times its gap."""
-    reach, gap = 0, 1
-    for _ in range(layers):
-        reach += (kernel - 1) * gap
-        gap = gap * 2 if dilated else 1
-    return reach
+def heard_through_blocks(layers: int, blocks: int, length: int) -> int:
+    """Inputs whose gradient reaches the last output of ``blocks`` real blocks of two-tap
+    causal torch convolutions with gaps 1, 2, ..., 2**(layers - 1)."""
+    x = torch.zeros(1, 1, length, dtype=torch.float64, requires_grad=True)
+    h = x
+    for _ in range(blocks):
+        for layer in range(layers):
+            gap = 2**layer
+            h = F.conv1d(F.pad(h, (gap, 0)), torch.ones(1, 1, 2, dtype=torch.float64), dilation=gap)
+    h[0, 0, -1].backward()
+    return int((x.grad != 0).sum())
+
+
+def fewest_blocks(g) -> int:
+    blocks = 1
+    while heard_through_blocks(g["ex_wave_layers"], blocks, g["ex_wave_span"]) < g["ex_wave_span"]:
+        blocks += 1
+    return blocks
 
 
 def longer_sentence(g) -> list[str]:
@@ -69,8 +80,9 @@ def filter_on_the_thing(g) -> float:
 CHECKS = {
     "ans_conv_wide_plain": lambda g: layers_until_heard(g["ex_conv_width"], g["ex_conv_distance"], False),
     "ans_conv_wide_dilated": lambda g: layers_until_heard(g["ex_conv_width"], g["ex_conv_distance"], True),
-    "ans_conv_depth_plain": lambda g: furthest_back(g["k"], g["layers"], False),
-    "ans_conv_depth_dilated": lambda g: furthest_back(g["k"], g["layers"], True),
+    "ans_wave_blocks": fewest_blocks,
+    "ans_wave_layers": lambda g: fewest_blocks(g) * g["ex_wave_layers"],
+    "ans_wave_single": lambda g: layers_until_heard(2, g["ex_wave_span"] - 1, True),
     "ans_conv_far_back": lambda g: len(longer_sentence(g)) - 1 - thing_position(longer_sentence(g)),
     "ans_conv_far_weight": attention_on_the_thing,
     "ans_conv_far_filter": filter_on_the_thing,

@@ -38,15 +38,32 @@ def window(g):
     return held, seconds(2 * parameters(PLAIN) + pair_ops(M.layers, n), read, A) * 1e3
 
 
-def hybrid(g, tokens):
-    k, per_layer = g["ex_won_keep"], cache_bytes_per_token(PLAIN) // M.layers
-    return k * tokens * per_layer + (M.layers - k) * state_bytes_per_layer(g["state_size"])
+def mamba_layer_state(g) -> int:
+    """A real four-byte tensor for one Mamba layer: twice the width, state_size numbers each."""
+    state = torch.zeros(2 * M.width, g["state_size"], dtype=torch.float32)
+    return state.numel() * state.element_size()
 
 
-def hybrid_ms(g):
-    k, n = g["ex_won_keep"], g["long_ctx"]
-    ops = 2 * parameters(PLAIN) + pair_ops(k, n) + (M.layers - k) * 4 * M.width * g["state_size"]
-    return seconds(ops, parameters(PLAIN) * M.bytes_per_number + hybrid(g, n), A) * 1e3
+def budget_bytes(g) -> int:
+    number, unit = g["ex_budget"].split()
+    return int(float(number) * {"MiB": 2**20, "GiB": 2**30}[unit])
+
+
+def hybrid_held(g, attention_layers: int) -> int:
+    """A real decoder's cache per layer with the hybrid's key-value heads, in the attention
+    layers, and real Mamba-sized state tensors in the rest."""
+    shared = dataclasses.replace(M, kv_heads=g["jamba_kv"])
+    per_layer = cache_bytes_per_token(shared) // M.layers
+    return (attention_layers * g["ex_budget_ctx"] * per_layer
+            + (M.layers - attention_layers) * mamba_layer_state(g))
+
+
+def most_layers(g) -> int:
+    """Add attention layers one at a time until the next one would break the budget."""
+    layers = 0
+    while layers < M.layers and hybrid_held(g, layers + 1) <= budget_bytes(g):
+        layers += 1
+    return layers
 
 
 def quick(g):
@@ -56,14 +73,15 @@ def quick(g):
 CHECKS = {
     "ans_won_window_bytes": lambda g: window(g)[0],
     "ans_won_window_ms": lambda g: window(g)[1],
-    "ans_won_hybrid_bytes": lambda g: hybrid(g, g["mem_ctx"]),
-    "ans_won_hybrid_ms": hybrid_ms,
+    "ans_won_budget_layers": most_layers,
+    "ans_won_budget_bytes": lambda g: hybrid_held(g, most_layers(g)),
     "ans_won_full_ms": lambda g: seconds(2 * parameters(PLAIN) + pair_ops(M.layers, g["long_ctx"]),
                                          parameters(PLAIN) * M.bytes_per_number
                                          + g["long_ctx"] * cache_bytes_per_token(PLAIN), quick(g)) * 1e3,
-    "ans_won_summary_ms": lambda g: seconds(2 * parameters(M) + M.layers * 4 * M.width * g["state_size"],
+    # the Mamba stack: twice the layers, each with a Mamba-sized four-byte state
+    "ans_won_summary_ms": lambda g: seconds(2 * parameters(M) + 2 * M.layers * 4 * 2 * M.width * g["state_size"],
                                             parameters(M) * M.bytes_per_number
-                                            + M.layers * state_bytes_per_layer(g["state_size"]),
+                                            + 2 * M.layers * mamba_layer_state(g),
                                             quick(g)) * 1e3,
 }
 

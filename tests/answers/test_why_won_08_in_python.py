@@ -1,17 +1,17 @@
-"""Answers of why-won section 8 (using it in Python), computed another way: a brute-force
-count over a boolean grid, real decoders' weights and cache, and a search over lengths
-with the work read off a real module's matrices."""
+"""Answers of why-won section 9 (using it in Python), computed another way: a search over
+lengths with the work read off a real module's matrices, a brute-force count of blocks over a
+boolean grid, and Jamba's published configuration read as plain JSON."""
 import dataclasses
-from functools import lru_cache
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 import transformer_arithmetic as ta
+import transformer_calculator
 from checking import check, given
-from decoder_reference import cache_bytes_per_token as real_cache_bytes_per_token  # of a real decode loop
-from decoder_reference import weight_bytes as real_weight_bytes  # a real decoder's, built on the meta device
 from transformer_arithmetic.reference_model import Decoder
 
 pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
@@ -19,21 +19,46 @@ pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 NOTEBOOK = "why_won/08_in_python"
 
 
-@lru_cache(maxsize=None)
-def window_pairs_by_rows(context: int, window: int) -> int:
-    """Pairs a window keeps, row by row of a boolean grid (in slices, to spare memory)."""
-    cols = np.arange(context)
-    total = 0
-    for start in range(0, context, 1024):
-        rows = np.arange(start, min(start + 1024, context))[:, None]
-        total += np.count_nonzero((cols <= rows) & (cols > rows - window))   # rows - cols < window
-    return total
+def blocks_by_rows(context: int, window: int, block: int) -> int:
+    """Blocks of the grid holding an allowed pair, one row of blocks at a time from the pairs."""
+    cols = np.arange(context)[None, :]
+    count = 0
+    for r0 in range(0, context, block):
+        rows = np.arange(r0, min(r0 + block, context))[:, None]
+        allowed = (cols <= rows) & (rows - cols < window)
+        count += int(allowed.reshape(len(rows), -1, block).any(axis=(0, 2)).sum())
+    return count
 
 
-def real_fit(kv_heads: int, tokens: int) -> int:
-    m = dataclasses.replace(ta.EXAMPLE_MODEL, kv_heads=kv_heads)
-    free = ta.EXAMPLE_ACCELERATOR.memory_bytes - real_weight_bytes(m)
-    return free // (real_cache_bytes_per_token(m) * tokens)
+def causal_blocks(context: int, block: int) -> int:
+    return blocks_by_rows(context, context, block)
+
+
+def jamba() -> dict:
+    """Jamba's published configuration, read as plain JSON (not through the calculator)."""
+    path = Path(transformer_calculator.__file__).parent / "configs" / "jamba-v0.1.json"
+    return json.loads(path.read_text())
+
+
+def jamba_state_bytes() -> int:
+    """Every Mamba layer: expand x hidden channels of d_state four-byte numbers, plus the last
+    d_conv inputs of each channel in two bytes (what transformers' Jamba cache keeps)."""
+    c = jamba()
+    mamba_layers = c["num_hidden_layers"] - c["num_hidden_layers"] // c["attn_layer_period"]
+    inner = c["mamba_expand"] * c["hidden_size"]
+    return mamba_layers * inner * (c["mamba_d_state"] * 4 + c["mamba_d_conv"] * 2)
+
+
+def jamba_cache_per_token() -> int:
+    c = jamba()
+    head = c["hidden_size"] // c["num_attention_heads"]
+    return (c["num_hidden_layers"] // c["attn_layer_period"]) * 2 * c["num_key_value_heads"] * head * 2
+
+
+def wide(g, kv_heads: int) -> ta.ModelShape:
+    m = ta.EXAMPLE_MODEL
+    return dataclasses.replace(m, heads=2 * m.heads, kv_heads=kv_heads, width=2 * m.width,
+                               ffn_width=8 * m.width)
 
 
 def first_length_where_pairs_win(m: ta.ModelShape) -> int:
@@ -50,14 +75,18 @@ def first_length_where_pairs_win(m: ta.ModelShape) -> int:
 
 
 CHECKS = {
-    "ans_why_py_pairs": lambda g: window_pairs_by_rows(g["ex_why_py_context"], g["ex_why_py_window"]),
-    "ans_why_py_share": lambda g: window_pairs_by_rows(g["ex_why_py_context"], g["ex_why_py_window"])
-    / sum(range(1, g["ex_why_py_context"] + 1)),
-    "ans_why_py_fit_full": lambda g: real_fit(ta.EXAMPLE_MODEL.heads, g["ex_why_py_tokens"]),
-    "ans_why_py_fit_shared": lambda g: real_fit(g["shared"], g["ex_why_py_tokens"]),
-    "ans_why_py_fit_one": lambda g: real_fit(1, g["ex_why_py_tokens"]),
-    "ans_why_py_wide_crossing": lambda g: first_length_where_pairs_win(
-        dataclasses.replace(ta.EXAMPLE_MODEL, heads=g["ex_why_py_wide_heads"], width=None)),
+    "ans_why_py_cross_standard": lambda g: first_length_where_pairs_win(
+        wide(g, 2 * ta.EXAMPLE_MODEL.heads)),
+    "ans_why_py_cross_times": lambda g: first_length_where_pairs_win(
+        wide(g, 2 * ta.EXAMPLE_MODEL.heads)) / (2 * ta.EXAMPLE_MODEL.width),
+    "ans_why_py_cross_grouped": lambda g: first_length_where_pairs_win(wide(g, g["ex_why_py_kv"])),
+    "ans_why_py_blocks": lambda g: blocks_by_rows(g["ex_why_py_context"], g["ex_why_py_window"],
+                                                  g["ex_why_py_block"]),
+    "ans_why_py_block_share": lambda g: blocks_by_rows(g["ex_why_py_context"], g["ex_why_py_window"],
+                                                       g["ex_why_py_block"])
+    / causal_blocks(g["ex_why_py_context"], g["ex_why_py_block"]),
+    "ans_why_py_jamba_state": lambda g: jamba_state_bytes(),
+    "ans_why_py_jamba_tokens": lambda g: jamba_state_bytes() / jamba_cache_per_token(),
 }
 
 
