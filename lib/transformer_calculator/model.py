@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .feedforward import Experts, FeedForward
+from .formats import CACHE_AS_MODEL, UNPACKED, CacheFormat, WeightFormat
 from .layout import Layout
 from .mixers import Attention, LatentAttention
 
@@ -15,11 +16,14 @@ __all__ = ["Model"]
 @dataclass(frozen=True)
 class Model:
     """A published decoder: every part (``layout``), held at ``bytes_per_number`` bytes
-    a number, under a ``name``."""
+    a number, under a ``name``; its matrices stored in the ``weights`` format and its
+    key-value cache in the ``cache`` format (by default both as the model's numbers)."""
 
     layout: Layout
     bytes_per_number: int
     name: str = field(default="model", compare=False)
+    weights: WeightFormat = UNPACKED
+    cache: CacheFormat = CACHE_AS_MODEL
 
     def __post_init__(self) -> None:
         if self.bytes_per_number not in (1, 2, 4, 8):

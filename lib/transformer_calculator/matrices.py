@@ -1,0 +1,170 @@
+"""The weight matrices of a layout, part by part: what a quantizer can pack.
+
+A quantizer packs the matrices a model multiplies its tokens by (``transformers``'
+``Linear``
+modules, and the experts' matrices) and leaves every other number as it was: the
+normalisations, biases, a running summary's filter and decay numbers. Which matrices it
+packs depends on their part, so each matrix is listed with its ``role``:
+
+- ``attention``, ``feed-forward``, ``experts``, ``summary`` (a running summary's
+  projections), ``projection`` (OPT's in and out projections): packed by every scheme;
+- ``router`` (the experts' router and a shared expert's gate), ``head`` (the output
+  layer, unless tied) and ``embeddings`` (token and position tables): kept by default.
+
+The list is read off the layout by the kind of each part; a kind it does not know is
+refused, never guessed. ``tests/test_formats.py`` requires the list to equal the
+``Linear`` shapes of the model ``transformers`` builds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .feedforward import Experts, FeedForward, FeedForwardPart
+from .layout import Layout
+from .mixers import Attention, LatentAttention, Mamba, Mamba2, Mixer
+
+__all__ = ["ROLES", "KEPT_BY_DEFAULT", "Matrix", "matrices", "expert_matrices"]
+
+ROLES = (
+    "attention",
+    "feed-forward",
+    "experts",
+    "summary",
+    "projection",
+    "router",
+    "head",
+    "embeddings",
+)
+"""Every role a matrix can have."""
+
+KEPT_BY_DEFAULT = ("embeddings", "head", "router")
+"""Roles a quantized format leaves in the model's own format unless told otherwise
+(normalisations, biases and every other number are never packed)."""
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """``count`` matrices of ``rows`` inputs by ``cols`` outputs, with one ``role``."""
+
+    rows: int
+    cols: int
+    count: int
+    role: str
+
+    @property
+    def numbers(self) -> int:
+        """Weights in all ``count`` matrices."""
+        return self.rows * self.cols * self.count
+
+
+def _attention(m: Attention) -> list[Matrix]:
+    q, kv = m.heads * m.head_dim, m.kv_heads * m.head_dim
+    return [
+        Matrix(m.width, q, 1, "attention"),
+        Matrix(m.width, kv, 2, "attention"),
+        Matrix(q, m.width, 1, "attention"),
+    ]
+
+
+def _latent(m: LatentAttention) -> list[Matrix]:
+    qk = m.nope_dim + m.rope_dim
+    if m.q_rank is None:
+        query = [Matrix(m.width, m.heads * qk, 1, "attention")]
+    else:
+        query = [
+            Matrix(m.width, m.q_rank, 1, "attention"),
+            Matrix(m.q_rank, m.heads * qk, 1, "attention"),
+        ]
+    return query + [
+        Matrix(m.width, m.kv_rank + m.rope_dim, 1, "attention"),
+        Matrix(m.kv_rank, m.heads * (m.nope_dim + m.v_dim), 1, "attention"),
+        Matrix(m.heads * m.v_dim, m.width, 1, "attention"),
+    ]
+
+
+def _mamba(m: Mamba) -> list[Matrix]:
+    return [
+        Matrix(m.width, 2 * m.inner, 1, "summary"),
+        Matrix(m.inner, m.dt_rank + 2 * m.state_size, 1, "summary"),
+        Matrix(m.dt_rank, m.inner, 1, "summary"),
+        Matrix(m.inner, m.width, 1, "summary"),
+    ]
+
+
+def _mamba2(m: Mamba2) -> list[Matrix]:
+    projected = m.inner + m.conv_channels + m.heads
+    return [
+        Matrix(m.width, projected, 1, "summary"),
+        Matrix(m.inner, m.width, 1, "summary"),
+    ]
+
+
+def _mixer(m: Mixer) -> list[Matrix]:
+    for kind, rule in (
+        (Attention, _attention),
+        (LatentAttention, _latent),
+        (Mamba, _mamba),
+        (Mamba2, _mamba2),
+    ):
+        if type(m) is kind:
+            return rule(m)
+    raise ValueError(
+        f"the matrices of a {type(m).__name__} layer are not known to the "
+        "format counter"
+    )
+
+
+def _dense(f: FeedForward, role: str) -> list[Matrix]:
+    return [
+        Matrix(f.width, f.inner, f.matrices - 1, role),
+        Matrix(f.inner, f.width, 1, role),
+    ]
+
+
+def expert_matrices(e: Experts) -> list[Matrix]:
+    """The matrices of one expert (gate, up, down)."""
+    return [
+        Matrix(e.width, e.inner, 2, "experts"),
+        Matrix(e.inner, e.width, 1, "experts"),
+    ]
+
+
+def _ffn(f: FeedForwardPart | None) -> list[Matrix]:
+    if f is None:
+        return []
+    if type(f) is FeedForward:
+        return _dense(f, "feed-forward")
+    if type(f) is Experts:
+        own = [
+            Matrix(m.rows, m.cols, m.count * f.count, m.role)
+            for m in expert_matrices(f)
+        ]
+        shared = _dense(f.shared, "feed-forward") if f.shared else []
+        gate = [Matrix(f.width, 1, 1, "router")] if f.shared_gate else []
+        return own + [Matrix(f.width, f.count, 1, "router")] + shared + gate
+    raise ValueError(
+        f"the matrices of a {type(f).__name__} part are not known to the format counter"
+    )
+
+
+def matrices(layout: Layout) -> list[Matrix]:
+    """Every weight matrix of ``layout``, equal matrices gathered into one entry."""
+    e = layout.embedding_width or layout.width
+    found = [Matrix(layout.vocab, e, 1, "embeddings")]
+    if layout.positions:
+        found.append(Matrix(layout.positions, layout.width, 1, "embeddings"))
+    if not layout.tied:
+        found.append(Matrix(e, layout.vocab, 1, "head"))
+    if e != layout.width:
+        found += [
+            Matrix(e, layout.width, 1, "projection"),
+            Matrix(layout.width, e, 1, "projection"),
+        ]
+    for block in layout.blocks:
+        found += _mixer(block.mixer) + _ffn(block.ffn)
+    gathered: dict[tuple[int, int, str], int] = {}
+    for m in found:
+        key = (m.rows, m.cols, m.role)
+        gathered[key] = gathered.get(key, 0) + m.count
+    return [Matrix(r, c, n, role) for (r, c, role), n in gathered.items()]
