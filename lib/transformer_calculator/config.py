@@ -16,9 +16,9 @@ Refused, with one line naming the field:
 - a field that changes a count in some family but is not read by this one (a window, an
   expert count, a key-value head count, a bias, ...), since the count could not follow
   it;
-- ``quantization_config`` (the weights are stored in another format than
-  ``torch_dtype``), ``per_layer_config`` (layers that differ field by field) and
-  encoder-decoder models;
+- ``per_layer_config`` (layers that differ field by field) and encoder-decoder
+  models, and a ``quantization_config`` whose scheme or skipped modules the reader
+  cannot follow (``quantization.py``: the schemes it reads give the weights' format);
 - for a ``model_type`` the calculator does not know: anything beyond the plain Llama
   layout (two norms a layer, no biases, no position table, one dense feed-forward part)
   and a short list of fields that change no count. Such a file must say
@@ -27,8 +27,8 @@ Refused, with one line naming the field:
   RMSNorm and ``layer_norm_eps`` LayerNorm.
 
 ``torch_dtype`` (or ``dtype``) must be float32 (4 bytes a number), float16 or bfloat16
-(2); without it the model counts as float32, which is what ``transformers`` builds then
-(noted).
+(2), int8 or float8 (1); without it the model counts as float32, which is what
+``transformers`` builds then (noted).
 """
 
 from __future__ import annotations
@@ -41,12 +41,15 @@ from .families import GENERIC, GPT2_NAMES, Family, Reader, family_for, short
 from .families.rules_layers import width_field
 from .layout import Layout
 from .model import Model
+from .quantization import weight_format
 from .refusals import refuse_global, refuse_unread
+from .stored import weight_bytes
 
 __all__ = ["DTYPE_BYTES", "model_from_config", "read_config", "example_configs",
            "example_config_path"]
 
-DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "int8": 1,
+               "float8_e4m3fn": 1, "float8_e5m2": 1}
 """Bytes a number takes for each ``torch_dtype`` the reader accepts."""
 
 MAX_FILE_BYTES = 10 * 2**20
@@ -89,6 +92,21 @@ def _bytes_per_number(cfg: dict, notes: list[str]) -> int:
             f"{sorted(DTYPE_BYTES)}"
         )
     return DTYPE_BYTES[value]
+
+
+def _quantized(model: Model, cfg: dict, notes: list[str]) -> Model:
+    """``model`` with its weights in the format its ``quantization_config`` names."""
+    qc = cfg.get("quantization_config")
+    if qc is None or qc == {}:
+        return model
+    fmt = weight_format(qc, model.bytes_per_number, model.layout.has_experts)
+    notes.append(f"quantization_config: {fmt.describe()}")
+    quantized = dataclasses.replace(model, weights=fmt)
+    try:
+        weight_bytes(quantized)  # every packed matrix must fit the scheme's layout
+    except ValueError as err:
+        raise ValueError(f"config field quantization_config: {err}") from None
+    return quantized
 
 
 def _generic(cfg: dict, model_type: str | None, notes: list[str]) -> Family:
@@ -223,6 +241,7 @@ def model_from_config(cfg: dict, name: str = "model") -> tuple[Model, list[str]]
     layout = family.build(r)
     bpn = _bytes_per_number(cfg, notes)
     model = Model(layout=layout, bytes_per_number=bpn, name=name)
+    model = _quantized(model, cfg, notes)
     s = model.summary()
     used = {
         "num_key_value_heads": s["kv_heads"],

@@ -21,10 +21,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .feedforward import Experts, FeedForward, FeedForwardPart
-from .layout import Layout
+from .layout import Block, Layout
 from .mixers import Attention, LatentAttention, Mamba, Mamba2, Mixer
 
-__all__ = ["ROLES", "KEPT_BY_DEFAULT", "Matrix", "matrices", "expert_matrices"]
+__all__ = [
+    "ROLES",
+    "KEPT_BY_DEFAULT",
+    "Matrix",
+    "matrices",
+    "matrices_of_block",
+    "expert_matrices",
+]
 
 ROLES = (
     "attention",
@@ -45,12 +52,14 @@ KEPT_BY_DEFAULT = ("embeddings", "head", "router")
 
 @dataclass(frozen=True)
 class Matrix:
-    """``count`` matrices of ``rows`` inputs by ``cols`` outputs, with one ``role``."""
+    """``count`` matrices of ``rows`` inputs by ``cols`` outputs, with one ``role`` and
+    the ``name`` ``transformers`` gives the module (``q_proj``, ``down_proj``, ...)."""
 
     rows: int
     cols: int
     count: int
     role: str
+    name: str = ""
 
     @property
     def numbers(self) -> int:
@@ -61,42 +70,43 @@ class Matrix:
 def _attention(m: Attention) -> list[Matrix]:
     q, kv = m.heads * m.head_dim, m.kv_heads * m.head_dim
     return [
-        Matrix(m.width, q, 1, "attention"),
-        Matrix(m.width, kv, 2, "attention"),
-        Matrix(q, m.width, 1, "attention"),
+        Matrix(m.width, q, 1, "attention", "q_proj"),
+        Matrix(m.width, kv, 1, "attention", "k_proj"),
+        Matrix(m.width, kv, 1, "attention", "v_proj"),
+        Matrix(q, m.width, 1, "attention", "o_proj"),
     ]
 
 
 def _latent(m: LatentAttention) -> list[Matrix]:
     qk = m.nope_dim + m.rope_dim
     if m.q_rank is None:
-        query = [Matrix(m.width, m.heads * qk, 1, "attention")]
+        query = [Matrix(m.width, m.heads * qk, 1, "attention", "q_proj")]
     else:
         query = [
-            Matrix(m.width, m.q_rank, 1, "attention"),
-            Matrix(m.q_rank, m.heads * qk, 1, "attention"),
+            Matrix(m.width, m.q_rank, 1, "attention", "q_a_proj"),
+            Matrix(m.q_rank, m.heads * qk, 1, "attention", "q_b_proj"),
         ]
     return query + [
-        Matrix(m.width, m.kv_rank + m.rope_dim, 1, "attention"),
-        Matrix(m.kv_rank, m.heads * (m.nope_dim + m.v_dim), 1, "attention"),
-        Matrix(m.heads * m.v_dim, m.width, 1, "attention"),
+        Matrix(m.width, m.kv_rank + m.rope_dim, 1, "attention", "kv_a_proj_with_mqa"),
+        Matrix(m.kv_rank, m.heads * (m.nope_dim + m.v_dim), 1, "attention", "kv_b_proj"),
+        Matrix(m.heads * m.v_dim, m.width, 1, "attention", "o_proj"),
     ]
 
 
 def _mamba(m: Mamba) -> list[Matrix]:
     return [
-        Matrix(m.width, 2 * m.inner, 1, "summary"),
-        Matrix(m.inner, m.dt_rank + 2 * m.state_size, 1, "summary"),
-        Matrix(m.dt_rank, m.inner, 1, "summary"),
-        Matrix(m.inner, m.width, 1, "summary"),
+        Matrix(m.width, 2 * m.inner, 1, "summary", "in_proj"),
+        Matrix(m.inner, m.dt_rank + 2 * m.state_size, 1, "summary", "x_proj"),
+        Matrix(m.dt_rank, m.inner, 1, "summary", "dt_proj"),
+        Matrix(m.inner, m.width, 1, "summary", "out_proj"),
     ]
 
 
 def _mamba2(m: Mamba2) -> list[Matrix]:
     projected = m.inner + m.conv_channels + m.heads
     return [
-        Matrix(m.width, projected, 1, "summary"),
-        Matrix(m.inner, m.width, 1, "summary"),
+        Matrix(m.width, projected, 1, "summary", "in_proj"),
+        Matrix(m.inner, m.width, 1, "summary", "out_proj"),
     ]
 
 
@@ -116,17 +126,19 @@ def _mixer(m: Mixer) -> list[Matrix]:
 
 
 def _dense(f: FeedForward, role: str) -> list[Matrix]:
-    return [
-        Matrix(f.width, f.inner, f.matrices - 1, role),
-        Matrix(f.inner, f.width, 1, role),
+    gate = [Matrix(f.width, f.inner, 1, role, "gate_proj")] if f.gated else []
+    return gate + [
+        Matrix(f.width, f.inner, 1, role, "up_proj"),
+        Matrix(f.inner, f.width, 1, role, "down_proj"),
     ]
 
 
 def expert_matrices(e: Experts) -> list[Matrix]:
     """The matrices of one expert (gate, up, down)."""
     return [
-        Matrix(e.width, e.inner, 2, "experts"),
-        Matrix(e.inner, e.width, 1, "experts"),
+        Matrix(e.width, e.inner, 1, "experts", "experts.gate_proj"),
+        Matrix(e.width, e.inner, 1, "experts", "experts.up_proj"),
+        Matrix(e.inner, e.width, 1, "experts", "experts.down_proj"),
     ]
 
 
@@ -137,34 +149,47 @@ def _ffn(f: FeedForwardPart | None) -> list[Matrix]:
         return _dense(f, "feed-forward")
     if type(f) is Experts:
         own = [
-            Matrix(m.rows, m.cols, m.count * f.count, m.role)
+            Matrix(m.rows, m.cols, m.count * f.count, m.role, m.name)
             for m in expert_matrices(f)
         ]
         shared = _dense(f.shared, "feed-forward") if f.shared else []
-        gate = [Matrix(f.width, 1, 1, "router")] if f.shared_gate else []
-        return own + [Matrix(f.width, f.count, 1, "router")] + shared + gate
+        gate = (
+            [Matrix(f.width, 1, 1, "router", "shared_expert_gate")]
+            if f.shared_gate
+            else []
+        )
+        router = Matrix(f.width, f.count, 1, "router", "gate")
+        return own + [router] + shared + gate
     raise ValueError(
         f"the matrices of a {type(f).__name__} part are not known to the format counter"
     )
 
 
+def matrices_of_block(block: Block) -> list[Matrix]:
+    """The weight matrices of one layer."""
+    return _mixer(block.mixer) + _ffn(block.ffn)
+
+
 def matrices(layout: Layout) -> list[Matrix]:
-    """Every weight matrix of ``layout``, equal matrices gathered into one entry."""
+    """Every weight matrix of ``layout``, equal matrices of one name gathered into one
+    entry."""
     e = layout.embedding_width or layout.width
-    found = [Matrix(layout.vocab, e, 1, "embeddings")]
+    found = [Matrix(layout.vocab, e, 1, "embeddings", "embed_tokens")]
     if layout.positions:
-        found.append(Matrix(layout.positions, layout.width, 1, "embeddings"))
+        found.append(
+            Matrix(layout.positions, layout.width, 1, "embeddings", "embed_positions")
+        )
     if not layout.tied:
-        found.append(Matrix(e, layout.vocab, 1, "head"))
+        found.append(Matrix(e, layout.vocab, 1, "head", "lm_head"))
     if e != layout.width:
         found += [
-            Matrix(e, layout.width, 1, "projection"),
-            Matrix(layout.width, e, 1, "projection"),
+            Matrix(e, layout.width, 1, "projection", "project_in"),
+            Matrix(layout.width, e, 1, "projection", "project_out"),
         ]
     for block in layout.blocks:
-        found += _mixer(block.mixer) + _ffn(block.ffn)
-    gathered: dict[tuple[int, int, str], int] = {}
+        found += matrices_of_block(block)
+    gathered: dict[tuple[int, int, str, str], int] = {}
     for m in found:
-        key = (m.rows, m.cols, m.role)
+        key = (m.rows, m.cols, m.role, m.name)
         gathered[key] = gathered.get(key, 0) + m.count
-    return [Matrix(r, c, n, role) for (r, c, role), n in gathered.items()]
+    return [Matrix(r, c, n, role, name) for (r, c, role, name), n in gathered.items()]
