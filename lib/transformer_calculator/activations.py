@@ -32,7 +32,13 @@ from .matrices import matrices_of_block
 from .mixers import Attention, LatentAttention
 from .model import Model
 
-__all__ = ["RECOMPUTE", "block_activation_numbers", "activation_bytes", "logits_bytes"]
+__all__ = [
+    "RECOMPUTE",
+    "block_activation_numbers",
+    "activation_bytes",
+    "logits_bytes",
+    "softmax_bytes",
+]
 
 RECOMPUTE = ("none", "selective", "full")
 """What a step recomputes in its backward pass instead of keeping."""
@@ -131,10 +137,16 @@ def activation_bytes(
 
 
 def logits_bytes(model: Model, batch: int, seq_len: int) -> int:
-    """Bytes of the logits (the head's output, in the model's format) and of the
-    float32 softmax the loss keeps for its backward pass, for ``batch`` sequences of
-    ``seq_len``."""
+    """Bytes of the logits, the head's output the step holds until the loss is taken
+    (in the model's format), for ``batch`` sequences of ``seq_len``."""
     batch = checked_whole("batch", batch, minimum=1)
     seq_len = checked_whole("seq_len", seq_len, minimum=1)
-    vocab = model.layout.vocab
-    return batch * seq_len * vocab * (model.bytes_per_number + FLOAT32_BYTES)
+    return batch * seq_len * model.layout.vocab * model.bytes_per_number
+
+
+def softmax_bytes(model: Model, batch: int, seq_len: int) -> int:
+    """Bytes of the float32 log-softmax of the logits the loss keeps for its backward
+    pass, for ``batch`` sequences of ``seq_len``."""
+    batch = checked_whole("batch", batch, minimum=1)
+    seq_len = checked_whole("seq_len", seq_len, minimum=1)
+    return batch * seq_len * model.layout.vocab * FLOAT32_BYTES

@@ -19,6 +19,7 @@ refused, never guessed. ``tests/test_formats.py`` requires the list to equal the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .feedforward import Experts, FeedForward, FeedForwardPart
 from .layout import Block, Layout
@@ -173,6 +174,11 @@ def matrices_of_block(block: Block) -> list[Matrix]:
 def matrices(layout: Layout) -> list[Matrix]:
     """Every weight matrix of ``layout``, equal matrices of one name gathered into one
     entry."""
+    return list(_matrices(layout))
+
+
+@lru_cache(maxsize=64)
+def _matrices(layout: Layout) -> tuple[Matrix, ...]:
     e = layout.embedding_width or layout.width
     found = [Matrix(layout.vocab, e, 1, "embeddings", "embed_tokens")]
     if layout.positions:
@@ -192,4 +198,6 @@ def matrices(layout: Layout) -> list[Matrix]:
     for m in found:
         key = (m.rows, m.cols, m.role, m.name)
         gathered[key] = gathered.get(key, 0) + m.count
-    return [Matrix(r, c, n, role, name) for (r, c, role, name), n in gathered.items()]
+    return tuple(
+        Matrix(r, c, n, role, name) for (r, c, role, name), n in gathered.items()
+    )

@@ -14,6 +14,7 @@ import math
 
 from transformer_arithmetic.search import last_true
 
+from .formats import Unpacked
 from .feedforward import Experts, expected_distinct_experts
 from .layout import FLOAT32_BYTES, Block
 from .matrices import Matrix, expert_matrices, matrices
@@ -36,6 +37,8 @@ __all__ = [
 
 
 def _packed(model: Model) -> list[Matrix]:
+    if isinstance(model.weights, Unpacked):
+        return []
     return [m for m in matrices(model.layout) if model.weights.packs(m.role)]
 
 

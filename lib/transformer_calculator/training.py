@@ -1,6 +1,6 @@
 """One training step of a published model: its memory by part, and its time.
 
-Memory, per device, in six parts (the teaching formula ``memory.training_memory`` for
+Memory, per device, by part (the teaching formula ``memory.training_memory`` for
 the plain decoder, carried over the layout):
 
 - weights: every number in the model's format (a frozen base in its own, packed format
@@ -12,7 +12,7 @@ the plain decoder, carried over the layout):
   8-bit moments with a 32-bit scale per block of 256 (bitsandbytes' layout), SGD with
   momentum one float32 number;
 - activations kept for the backward pass (``activations.py``);
-- the logits and their float32 softmax, which the loss keeps.
+- the logits (the head's output) and the float32 log-softmax the loss keeps.
 
 ZeRO (Rajbhandari et al., 2020) splits the optimizer states and master copy across the
 N_dp devices from stage 1 on, the gradients too from stage 2, the weights too at stage 3
@@ -36,20 +36,27 @@ from transformer_arithmetic.memory import zero_model_state_bytes
 from transformer_arithmetic.timing import roofline_time
 
 from . import costs, stored
-from .activations import RECOMPUTE, activation_bytes, logits_bytes
+from .activations import RECOMPUTE, activation_bytes, logits_bytes, softmax_bytes
 from .chips import Chip, matrix_flops_per_s
 from .matrices import Matrix, matrices
 from .model import Model
 
 __all__ = ["OPTIMIZERS", "LORA_TARGETS", "Lora", "Training", "lora_parameters",
-           "trainable_parameters", "step_memory", "StepWork", "step_work", "step_bytes",
+           "trainable_parameters", "optimizer_state_bytes", "step_memory", "StepWork", "step_work", "step_bytes",
            "step_time", "plain_model_states",
            "train_figures"]
 
-OPTIMIZERS = {"adamw": 8.0, "adam8bit": 2 + 2 * 4 / 256, "sgd": 4.0}
-"""Bytes of optimizer state a trainable number: AdamW's two float32 moments; 8-bit
-Adam's two 8-bit moments, each with a float32 scale per block of 256 (bitsandbytes);
-SGD's float32 momentum."""
+OPTIMIZERS = ("adamw", "adam8bit", "sgd")
+"""The optimizers counted: AdamW (two float32 moments a number), 8-bit Adam
+(bitsandbytes' ``Adam8bit``: two 8-bit moments with a float32 scale per block of 256
+for a tensor of 4,096 numbers or more, float32 moments for a smaller one, and two
+256-entry float32 maps), SGD with momentum (one float32 number)."""
+
+EIGHT_BIT_BLOCK = 256
+"""Numbers that share one float32 scale in 8-bit Adam's states (bitsandbytes)."""
+
+EIGHT_BIT_MIN = 4096
+"""Smallest tensor bitsandbytes gives 8-bit states (``min_8bit_size``)."""
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
                 "down_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj",
@@ -121,6 +128,38 @@ def trainable_parameters(model: Model, t: Training) -> int:
     return lora_parameters(model, t.lora) if t.lora else costs.parameters(model)
 
 
+def _trainable_matrices(model: Model, t: Training) -> list[Matrix]:
+    """The trainable matrices: every weight matrix, or each adapter's A and B."""
+    if not t.lora:
+        return matrices(model.layout)
+    out = []
+    for m in _targeted(model, t.lora):
+        out += [Matrix(m.rows, t.lora.rank, m.count, m.role, m.name + ".lora_A"),
+                Matrix(t.lora.rank, m.cols, m.count, m.role, m.name + ".lora_B")]
+    return out
+
+
+def optimizer_state_bytes(model: Model, t: Training) -> float:
+    """Bytes of the optimizer's states for every trainable number (one device, before
+    ZeRO splits them). For 8-bit Adam, numbers outside the matrices (normalisations,
+    biases) are counted with float32 states, as bitsandbytes keeps them for tensors
+    under 4,096 numbers (a larger normalisation gets 8-bit states: a few bytes less)."""
+    trainable = trainable_parameters(model, t)
+    if t.optimizer == "adamw":
+        return 8.0 * trainable
+    if t.optimizer == "sgd":
+        return 4.0 * trainable
+    total, in_matrices = 2 * EIGHT_BIT_BLOCK * 4.0, 0  # the two maps
+    for m in _trainable_matrices(model, t):
+        n = m.rows * m.cols
+        in_matrices += n * m.count
+        if n >= EIGHT_BIT_MIN:
+            total += m.count * (2 * n + 2 * 4 * -(-n // EIGHT_BIT_BLOCK))
+        else:
+            total += m.count * 8 * n
+    return total + 8.0 * (trainable - in_matrices)
+
+
 def _largest_matrix(model: Model) -> int:
     return max(m.rows * m.cols for m in matrices(model.layout))
 
@@ -137,14 +176,14 @@ def step_memory(model: Model, t: Training) -> dict[str, float]:
         "gradients": trainable * bpn / split[1],
         "float32 gradients": trainable * 4 / split[0] if t.fp32_gradients else 0.0,
         "float32 master weights": trainable * 4 / split[0] if bpn < 4 else 0.0,
-        "optimizer states": trainable * OPTIMIZERS[t.optimizer] / split[0],
+        "optimizer states": optimizer_state_bytes(model, t) / split[0],
         "gathered weights": 2 * _largest_matrix(model) * bpn if t.zero_stage == 3 and d > 1
         else 0.0,
         "activations": float(activation_bytes(model, t.batch, t.seq_len, t.recompute,
                                               t.lora.rank if t.lora else 0,
                                               _lora_names(t))),
-        "logits and their float32 softmax": float(logits_bytes(model, t.batch,
-                                                               t.seq_len)),
+        "logits": float(logits_bytes(model, t.batch, t.seq_len)),
+        "float32 softmax": float(softmax_bytes(model, t.batch, t.seq_len)),
     }
     return parts
 
