@@ -107,7 +107,10 @@ def _lora_numbers(block: Block, rank: int, names: tuple[str, ...]) -> int:
     """Adapter numbers a token adds in ``block``: ``rank`` for every targeted matrix."""
     if not rank:
         return 0
-    return rank * sum(m.count for m in matrices_of_block(block) if m.name in names)
+    own = rank * sum(m.count for m in matrices_of_block(block) if m.name in names)
+    routed = 2 * rank * block.ffn.per_token if "experts" in names and isinstance(
+        block.ffn, Experts) else 0  # gate-and-up and down, for each expert a token uses
+    return own + routed
 
 
 def activation_bytes(

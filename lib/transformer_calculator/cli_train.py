@@ -9,8 +9,9 @@ import json
 import math
 
 from .activations import RECOMPUTE
+from .matrices import matrices
 from .report_text import bytes_text, seconds_text, table
-from .training import LORA_TARGETS, OPTIMIZERS, Lora, Training, train_figures
+from .training import ALL_LINEAR, LORA_TARGETS, OPTIMIZERS, Lora, Training, train_figures
 
 __all__ = ["UsageError", "add_train_parser", "run_train", "train_report",
            "format_train"]
@@ -51,7 +52,7 @@ def _whole(low: int, high: int):
 def _targets(text: str) -> tuple[str, ...]:
     names = tuple(dict.fromkeys(p.strip() for p in text.split(",")))
     if names == ("all-linear",):
-        return LORA_TARGETS
+        return ALL_LINEAR
     unknown = [n for n in names if n not in LORA_TARGETS]
     if unknown:
         raise argparse.ArgumentTypeError(
@@ -91,8 +92,9 @@ def add_train_parser(commands, add_chip_options, add_format_options) -> None:
     p.add_argument("--lora-rank", type=_whole(1, 1 << 16), metavar="R",
                    help="train LoRA adapters of rank R instead of every weight")
     p.add_argument("--lora-targets", type=_targets, default=None, metavar="NAMES",
-                   help="modules LoRA adapts: all-linear (the default) or a comma "
-                   f"list of {', '.join(LORA_TARGETS[:7])}, ...")
+                   help="modules LoRA adapts: all-linear (the default: every linear layer but "
+                   "the head, the routers and the experts) or a comma list of "
+                   f"{', '.join(LORA_TARGETS)}")
     p.add_argument("--tokens", type=_whole(1, MAX_TRAINING_TOKENS),
                    default=10**9, metavar="N",
                    help="training tokens for the time and chip-hours (default 1e9)")
@@ -156,8 +158,14 @@ def run_train(args, load_model, apply_formats, chip_of) -> str:
         raise UsageError("argument --lora-targets needs --lora-rank")
     model, notes = load_model(args.config)
     model = apply_formats(model, notes, args.weights, None)
-    lora = Lora(args.lora_rank, args.lora_targets or LORA_TARGETS) \
-        if args.lora_rank else None
+    lora = None
+    if args.lora_rank:
+        names = {m.name for m in matrices(model.layout)} | (
+            {"experts"} if model.layout.has_experts else set())
+        targets = tuple(n for n in args.lora_targets or ALL_LINEAR if n in names)
+        if not targets:
+            raise UsageError("argument --lora-targets: this model has no such matrix")
+        lora = Lora(args.lora_rank, targets)
     t = Training(batch=args.batch, seq_len=args.seq_len, optimizer=args.optimizer,
                  recompute=args.recompute, zero_stage=args.zero_stage,
                  devices=args.devices, fp32_gradients=args.fp32_gradients, lora=lora)

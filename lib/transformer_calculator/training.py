@@ -39,9 +39,10 @@ from . import costs, stored
 from .activations import RECOMPUTE, activation_bytes, logits_bytes, softmax_bytes
 from .chips import Chip, matrix_flops_per_s
 from .matrices import Matrix, matrices
+from .feedforward import Experts
 from .model import Model
 
-__all__ = ["OPTIMIZERS", "LORA_TARGETS", "Lora", "Training", "lora_parameters",
+__all__ = ["OPTIMIZERS", "LORA_TARGETS", "ALL_LINEAR", "Lora", "Training", "lora_parameters",
            "trainable_parameters", "optimizer_state_bytes", "step_memory", "StepWork", "step_work", "step_bytes",
            "step_time", "plain_model_states",
            "train_figures"]
@@ -60,9 +61,17 @@ EIGHT_BIT_MIN = 4096
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
                 "down_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj",
-                "in_proj", "x_proj", "dt_proj", "out_proj")
-"""Module names LoRA can target (PEFT's ``target_modules``); ``all-linear`` targets all
-of them, as PEFT does (every linear layer but the output head)."""
+                "in_proj", "x_proj", "dt_proj", "out_proj", "project_in", "project_out",
+                "gate", "shared_expert_gate", "experts")
+"""Module names LoRA can target (PEFT's ``target_modules``). PEFT adapts a layer's
+stacked experts (``experts``) as two matrices, gate and up together (width to twice the
+inner width, at twice the rank) and down: rank x experts x (2 (width + 2 inner) +
+(inner + width)) a layer."""
+
+ALL_LINEAR = tuple(n for n in LORA_TARGETS if n not in ("gate", "experts"))
+"""What ``all-linear`` adapts: every linear layer but the output head, the routers and
+the stacked experts (PEFT's own ``all-linear`` also adapts the router and the experts of
+some families, Mixtral's among them: name ``gate`` and ``experts`` to count those)."""
 
 
 @dataclass(frozen=True)
@@ -111,16 +120,29 @@ class Training:
             raise ValueError(f"ZeRO stage must be 0, 1, 2 or 3, got {self.zero_stage}")
 
 
-def _targeted(model: Model, lora: Lora) -> list[Matrix]:
-    found = [m for m in matrices(model.layout) if m.name in lora.targets]
-    if not found:
+def _adapters(model: Model, lora: Lora) -> list[Matrix]:
+    """Every adapter matrix (each A and each B) LoRA adds to ``model``."""
+    r, out = lora.rank, []
+    for m in matrices(model.layout):
+        if m.name in lora.targets:
+            out += [Matrix(m.rows, r, m.count, m.role, m.name + ".lora_A"),
+                    Matrix(r, m.cols, m.count, m.role, m.name + ".lora_B")]
+    if "experts" in lora.targets:
+        for e in (b.ffn for b in model.layout.blocks if isinstance(b.ffn, Experts)):
+            k = r * e.count
+            out += [Matrix(e.width, 2 * k, 1, "experts", "experts.gate_up.lora_A"),
+                    Matrix(2 * k, 2 * e.inner, 1, "experts", "experts.gate_up.lora_B"),
+                    Matrix(e.inner, k, 1, "experts", "experts.down.lora_A"),
+                    Matrix(k, e.width, 1, "experts", "experts.down.lora_B")]
+    if not out:
         raise ValueError(f"no matrix of this model is called {', '.join(lora.targets)}")
-    return found
+    return out
 
 
 def lora_parameters(model: Model, lora: Lora) -> int:
-    """Numbers the adapters add: rank x (inputs + outputs) for every targeted matrix."""
-    return sum(lora.rank * (m.rows + m.cols) * m.count for m in _targeted(model, lora))
+    """Numbers the adapters add: rank x (inputs + outputs) for every targeted matrix (the
+    experts as PEFT stacks them, see ``LORA_TARGETS``)."""
+    return sum(m.numbers for m in _adapters(model, lora))
 
 
 def trainable_parameters(model: Model, t: Training) -> int:
@@ -132,11 +154,7 @@ def _trainable_matrices(model: Model, t: Training) -> list[Matrix]:
     """The trainable matrices: every weight matrix, or each adapter's A and B."""
     if not t.lora:
         return matrices(model.layout)
-    out = []
-    for m in _targeted(model, t.lora):
-        out += [Matrix(m.rows, t.lora.rank, m.count, m.role, m.name + ".lora_A"),
-                Matrix(t.lora.rank, m.cols, m.count, m.role, m.name + ".lora_B")]
-    return out
+    return _adapters(model, t.lora)
 
 
 def optimizer_state_bytes(model: Model, t: Training) -> float:
