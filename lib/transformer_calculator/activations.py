@@ -90,7 +90,8 @@ def _ffn_numbers(block: Block) -> tuple[int, int]:
 def block_activation_numbers(
     model: Model, block: Block, seq_len: int, recompute: str, lora: int
 ) -> tuple[int, int]:
-    """(numbers in the model's format, numbers in float32) ``block`` keeps for each token
+    """(numbers in the model's format, numbers in float32) ``block`` keeps for each
+    token
     of a ``seq_len``-token sequence; ``lora``: adapter numbers a token adds (the
     product of its input and A, which B reads)."""
     if recompute not in RECOMPUTE:
@@ -108,8 +109,11 @@ def _lora_numbers(block: Block, rank: int, names: tuple[str, ...]) -> int:
     if not rank:
         return 0
     own = rank * sum(m.count for m in matrices_of_block(block) if m.name in names)
-    routed = 2 * rank * block.ffn.per_token if "experts" in names and isinstance(
-        block.ffn, Experts) else 0  # gate-and-up and down, for each expert a token uses
+    routed = (
+        2 * rank * block.ffn.per_token
+        if "experts" in names and isinstance(block.ffn, Experts)
+        else 0
+    )  # gate-and-up and down, for each expert a token uses
     return own + routed
 
 

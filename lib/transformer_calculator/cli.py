@@ -1,7 +1,8 @@
 """Command line: ``python -m transformer_calculator report CONFIG.json [options]``,
 ``train CONFIG.json [options]``, ``chips`` and ``configs``.
 
-A thin layer over ``config.read_config``, ``report.report`` and ``training.train_report``:
+A thin layer over ``config.read_config``, ``report.report`` and
+``training.train_figures``:
 it reads the sizes from a Hugging Face style config.json (never weights, never the
 internet) and prints the book's arithmetic for that model on a chip. Flag names follow
 llm-analysis where it has one (``--flops-efficiency``, ``--hbm-memory-efficiency``) and
@@ -161,21 +162,50 @@ def _report_parser(commands) -> None:
         metavar="|".join(CACHE_FORMATS),
         help="store the key-value cache so",
     )
-    rep.add_argument("--context", type=_typed(whole_list), metavar="N[,N...]",
-                     help="conversation lengths for the tables (tokens)")
-    rep.add_argument("--batch", type=_typed(whole_list), metavar="B[,B...]",
-                     help="conversations served at once for the tables")
-    rep.add_argument("--prompt", type=_typed(whole), metavar="P",
-                     help="a request's prompt, in tokens (with --answer)")
-    rep.add_argument("--answer", type=_typed(whole), metavar="A",
-                     help="a request's answer, in tokens (with --prompt)")
-    rep.add_argument("--gpu-memory-utilization", type=_typed(fraction), default=0.9,
-                     metavar="F", help="fraction of the chip's memory the engine "
-                     "uses, weights included (default 0.9, as vLLM)")
-    rep.add_argument("--block-size", type=_typed(whole), default=16, metavar="N",
-                     help="tokens a cache block holds (default 16, as vLLM)")
-    rep.add_argument("--json", action="store_true",
-                     help="print the numbers as JSON instead of a table")
+    rep.add_argument(
+        "--context",
+        type=_typed(whole_list),
+        metavar="N[,N...]",
+        help="conversation lengths for the tables (tokens)",
+    )
+    rep.add_argument(
+        "--batch",
+        type=_typed(whole_list),
+        metavar="B[,B...]",
+        help="conversations served at once for the tables",
+    )
+    rep.add_argument(
+        "--prompt",
+        type=_typed(whole),
+        metavar="P",
+        help="a request's prompt, in tokens (with --answer)",
+    )
+    rep.add_argument(
+        "--answer",
+        type=_typed(whole),
+        metavar="A",
+        help="a request's answer, in tokens (with --prompt)",
+    )
+    rep.add_argument(
+        "--gpu-memory-utilization",
+        type=_typed(fraction),
+        default=0.9,
+        metavar="F",
+        help="fraction of the chip's memory the engine "
+        "uses, weights included (default 0.9, as vLLM)",
+    )
+    rep.add_argument(
+        "--block-size",
+        type=_typed(whole),
+        default=16,
+        metavar="N",
+        help="tokens a cache block holds (default 16, as vLLM)",
+    )
+    rep.add_argument(
+        "--json",
+        action="store_true",
+        help="print the numbers as JSON instead of a table",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -187,10 +217,12 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     _report_parser(commands)
     add_train_parser(commands, add_chip_options, add_format_options)
-    commands.add_parser("configs", help="list the example configs shipped with the "
-                        "library")
-    listing = commands.add_parser("chips", help="list the shipped chips and their "
-                                  "figures")
+    commands.add_parser(
+        "configs", help="list the example configs shipped with the library"
+    )
+    listing = commands.add_parser(
+        "chips", help="list the shipped chips and their figures"
+    )
     listing.add_argument("--json", action="store_true", help="print them as JSON")
     return parser
 
@@ -210,8 +242,9 @@ def load_model(text: str) -> tuple[Model, list[str]]:
     return read_config(path)
 
 
-def apply_formats(model: Model, notes: list[str], weights: str | None,
-                  cache: str | None) -> Model:
+def apply_formats(
+    model: Model, notes: list[str], weights: str | None, cache: str | None
+) -> Model:
     """``model`` with the formats the flags name, each checked against its layout."""
     if weights in ("bf16", "fp16"):
         model = dataclasses.replace(model, bytes_per_number=2, weights=UNPACKED)
@@ -221,14 +254,17 @@ def apply_formats(model: Model, notes: list[str], weights: str | None,
         notes.append(f"--weights {weights}: {WEIGHT_FORMATS[weights].scheme}")
     if cache is not None:
         model = dataclasses.replace(model, cache=CACHE_FORMATS[cache])
-    for flag, value, check in (("--weights", weights, weight_bytes),
-                               ("--kv-dtype", cache, cache_bytes_per_token)):
+    for flag, value, check in (
+        ("--weights", weights, weight_bytes),
+        ("--kv-dtype", cache, cache_bytes_per_token),
+    ):
         if value is not None:
             try:
                 check(model)
             except ValueError as err:
-                raise UsageError(f"argument {flag}: {value} cannot hold this model: "
-                                 f"{err}") from None
+                raise UsageError(
+                    f"argument {flag}: {value} cannot hold this model: {err}"
+                ) from None
     return model
 
 
@@ -252,25 +288,38 @@ def _report(args: argparse.Namespace) -> str:
     if args.prompt is not None:
         kwargs["requests"] = [Request(args.prompt, args.answer)]
     result = report(model, chip_of(args), **kwargs)
-    return json.dumps(result, indent=2, allow_nan=False) if args.json else \
-        format_report(result)
+    return (
+        json.dumps(result, indent=2, allow_nan=False)
+        if args.json
+        else format_report(result)
+    )
 
 
 def _chips(as_json: bool) -> str:
     rows = [
-        {"key": c.key, "name": c.name, "bf16_flops_per_s": c.flops_per_s,
-         "fp8_flops_per_s": c.fp8_flops_per_s, "bytes_per_s": c.bytes_per_s,
-         "memory_bytes": c.memory_bytes, "interconnect": c.interconnect,
-         "interconnect_bytes_per_s": c.interconnect_bytes_per_s, "source": c.source,
-         "note": c.note}
+        {
+            "key": c.key,
+            "name": c.name,
+            "bf16_flops_per_s": c.flops_per_s,
+            "fp8_flops_per_s": c.fp8_flops_per_s,
+            "bytes_per_s": c.bytes_per_s,
+            "memory_bytes": c.memory_bytes,
+            "interconnect": c.interconnect,
+            "interconnect_bytes_per_s": c.interconnect_bytes_per_s,
+            "source": c.source,
+            "note": c.note,
+        }
         for c in chips()
     ]
     if as_json:
         return json.dumps(rows, indent=2, allow_nan=False)
     lines = []
     for r in rows:
-        fp8 = "none" if r["fp8_flops_per_s"] is None else \
-            f"{r['fp8_flops_per_s'] / 1e12:,.4g}"
+        fp8 = (
+            "none"
+            if r["fp8_flops_per_s"] is None
+            else f"{r['fp8_flops_per_s'] / 1e12:,.4g}"
+        )
         lines += [
             f"{r['key']:<13} {r['name']}: bf16 {r['bf16_flops_per_s'] / 1e12:,.4g} "
             f"TFLOP/s, fp8 {fp8} TFLOP/s, {r['bytes_per_s'] / 1e12:.4g} TB/s, "

@@ -11,10 +11,22 @@ import math
 from .activations import RECOMPUTE
 from .matrices import matrices
 from .report_text import bytes_text, seconds_text, table
-from .training import ALL_LINEAR, LORA_TARGETS, OPTIMIZERS, Lora, Training, train_figures
+from .training import (
+    ALL_LINEAR,
+    LORA_TARGETS,
+    OPTIMIZERS,
+    Lora,
+    Training,
+    train_figures,
+)
 
-__all__ = ["UsageError", "add_train_parser", "run_train", "train_report",
-           "format_train"]
+__all__ = [
+    "UsageError",
+    "add_train_parser",
+    "run_train",
+    "train_report",
+    "format_train",
+]
 
 MAX_TRAINING_TOKENS = 10**16
 """Most training tokens ``--tokens`` takes (published runs use about 10^13)."""
@@ -73,31 +85,77 @@ def add_train_parser(commands, add_chip_options, add_format_options) -> None:
     p.add_argument("config", help="path to a config.json or a shipped example's name")
     add_chip_options(p)
     add_format_options(p)
-    p.add_argument("--batch", type=_whole(1, 10**6), default=1, metavar="B",
-                   help="sequences on each device in one step (default 1)")
-    p.add_argument("--seq-len", type=_whole(1, 10**8), default=2048, metavar="N",
-                   help="tokens a sequence (default 2048)")
-    p.add_argument("--optimizer", choices=list(OPTIMIZERS), default="adamw",
-                   help="adamw (default), adam8bit or sgd (with momentum)")
-    p.add_argument("--recompute", choices=list(RECOMPUTE), default="selective",
-                   help="activations recomputed in the backward pass: none, selective "
-                   "(attention's grid, the default) or full (all but each layer's "
-                   "input)")
-    p.add_argument("--zero-stage", type=_whole(0, 3), default=0, metavar="0-3",
-                   help="ZeRO stage (default 0)")
-    p.add_argument("--devices", "--dp-size", dest="devices", type=_whole(1, 10**7),
-                   default=1, metavar="D", help="data-parallel devices (default 1)")
-    p.add_argument("--fp32-gradients", action="store_true",
-                   help="also keep a float32 copy of the gradients (as DeepSpeed does)")
-    p.add_argument("--lora-rank", type=_whole(1, 1 << 16), metavar="R",
-                   help="train LoRA adapters of rank R instead of every weight")
-    p.add_argument("--lora-targets", type=_targets, default=None, metavar="NAMES",
-                   help="modules LoRA adapts: all-linear (the default: every linear layer but "
-                   "the head, the routers and the experts) or a comma list of "
-                   f"{', '.join(LORA_TARGETS)}")
-    p.add_argument("--tokens", type=_whole(1, MAX_TRAINING_TOKENS),
-                   default=10**9, metavar="N",
-                   help="training tokens for the time and chip-hours (default 1e9)")
+    p.add_argument(
+        "--batch",
+        type=_whole(1, 10**6),
+        default=1,
+        metavar="B",
+        help="sequences on each device in one step (default 1)",
+    )
+    p.add_argument(
+        "--seq-len",
+        type=_whole(1, 10**8),
+        default=2048,
+        metavar="N",
+        help="tokens a sequence (default 2048)",
+    )
+    p.add_argument(
+        "--optimizer",
+        choices=list(OPTIMIZERS),
+        default="adamw",
+        help="adamw (default), adam8bit or sgd (with momentum)",
+    )
+    p.add_argument(
+        "--recompute",
+        choices=list(RECOMPUTE),
+        default="selective",
+        help="activations recomputed in the backward pass: none, selective "
+        "(attention's grid, the default) or full (all but each layer's "
+        "input)",
+    )
+    p.add_argument(
+        "--zero-stage",
+        type=_whole(0, 3),
+        default=0,
+        metavar="0-3",
+        help="ZeRO stage (default 0)",
+    )
+    p.add_argument(
+        "--devices",
+        "--dp-size",
+        dest="devices",
+        type=_whole(1, 10**7),
+        default=1,
+        metavar="D",
+        help="data-parallel devices (default 1)",
+    )
+    p.add_argument(
+        "--fp32-gradients",
+        action="store_true",
+        help="also keep a float32 copy of the gradients (as DeepSpeed does)",
+    )
+    p.add_argument(
+        "--lora-rank",
+        type=_whole(1, 1 << 16),
+        metavar="R",
+        help="train LoRA adapters of rank R instead of every weight",
+    )
+    p.add_argument(
+        "--lora-targets",
+        type=_targets,
+        default=None,
+        metavar="NAMES",
+        help="modules LoRA adapts: all-linear (the default: every linear layer but "
+        "the head, the routers and the experts) or a comma list of "
+        f"{', '.join(LORA_TARGETS)}",
+    )
+    p.add_argument(
+        "--tokens",
+        type=_whole(1, MAX_TRAINING_TOKENS),
+        default=10**9,
+        metavar="N",
+        help="training tokens for the time and chip-hours (default 1e9)",
+    )
     p.add_argument("--json", action="store_true", help="print the numbers as JSON")
 
 
@@ -117,9 +175,14 @@ def train_report(model, acc, t: Training, tokens: int, notes: list[str]) -> dict
             "memory_efficiency": acc.memory_efficiency,
         },
         "training": {
-            "batch": t.batch, "seq_len": t.seq_len, "optimizer": t.optimizer,
-            "recompute": t.recompute, "zero_stage": t.zero_stage,
-            "devices": t.devices, "fp32_gradients": t.fp32_gradients, "lora": lora,
+            "batch": t.batch,
+            "seq_len": t.seq_len,
+            "optimizer": t.optimizer,
+            "recompute": t.recompute,
+            "zero_stage": t.zero_stage,
+            "devices": t.devices,
+            "fp32_gradients": t.fp32_gradients,
+            "lora": lora,
             "tokens": tokens,
         },
         **figures,
@@ -161,24 +224,38 @@ def run_train(args, load_model, apply_formats, chip_of) -> str:
     lora = None
     if args.lora_rank:
         names = {m.name for m in matrices(model.layout)} | (
-            {"experts"} if model.layout.has_experts else set())
+            {"experts"} if model.layout.has_experts else set()
+        )
         targets = tuple(n for n in args.lora_targets or ALL_LINEAR if n in names)
         if not targets:
             raise UsageError("argument --lora-targets: this model has no such matrix")
         lora = Lora(args.lora_rank, targets)
-    t = Training(batch=args.batch, seq_len=args.seq_len, optimizer=args.optimizer,
-                 recompute=args.recompute, zero_stage=args.zero_stage,
-                 devices=args.devices, fp32_gradients=args.fp32_gradients, lora=lora)
+    t = Training(
+        batch=args.batch,
+        seq_len=args.seq_len,
+        optimizer=args.optimizer,
+        recompute=args.recompute,
+        zero_stage=args.zero_stage,
+        devices=args.devices,
+        fp32_gradients=args.fp32_gradients,
+        lora=lora,
+    )
     result = train_report(model, chip_of(args), t, args.tokens, notes)
-    return json.dumps(result, indent=2, allow_nan=False) if args.json else \
-        format_train(result)
+    return (
+        json.dumps(result, indent=2, allow_nan=False)
+        if args.json
+        else format_train(result)
+    )
 
 
 def format_train(r: dict) -> str:
     """The train command's dictionary as a readable table."""
     t, a, m = r["training"], r["accelerator"], r["model"]
-    what = (f"LoRA of rank {t['lora']['rank']} on {', '.join(t['lora']['targets'])}"
-            if t["lora"] else "every weight")
+    what = (
+        f"LoRA of rank {t['lora']['rank']} on {', '.join(t['lora']['targets'])}"
+        if t["lora"]
+        else "every weight"
+    )
     lines = [
         f"Model {m['name']}: {m['layers']} layers, width {m['width']:,}; training "
         f"{what}",

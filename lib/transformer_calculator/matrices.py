@@ -89,7 +89,9 @@ def _latent(m: LatentAttention) -> list[Matrix]:
         ]
     return query + [
         Matrix(m.width, m.kv_rank + m.rope_dim, 1, "attention", "kv_a_proj_with_mqa"),
-        Matrix(m.kv_rank, m.heads * (m.nope_dim + m.v_dim), 1, "attention", "kv_b_proj"),
+        Matrix(
+            m.kv_rank, m.heads * (m.nope_dim + m.v_dim), 1, "attention", "kv_b_proj"
+        ),
         Matrix(m.heads * m.v_dim, m.width, 1, "attention", "o_proj"),
     ]
 

@@ -1,4 +1,5 @@
-"""A config's own ``quantization_config`` read into a weight format (``formats.Packed``).
+"""A config's own ``quantization_config`` read into a weight format
+(``formats.Packed``).
 
 Each scheme's stored layout, as its library writes it (the sources the tests check):
 
@@ -57,7 +58,9 @@ def _field(qc: dict, key: str, kinds: tuple, default: object) -> object:
     if value is None:
         return default
     if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
-        raise _refuse(f"{key}={value!r} is not a {' or '.join(k.__name__ for k in kinds)}")
+        raise _refuse(
+            f"{key}={value!r} is not a {' or '.join(k.__name__ for k in kinds)}"
+        )
     return value
 
 
@@ -88,8 +91,17 @@ def _gptq(qc: dict, bpn: int) -> Packed:
     _skipped(qc, ("modules_to_not_convert",))
     kept = tuple(k for k in KEPT_BY_DEFAULT if not (k == "head" and qc.get("lm_head")))
     over, size = ("row", 0) if group == -1 else ("group", group)
-    return Packed(f"GPTQ int{bits}", bits, over, size, 16, zero_bits=bits, index_bits=32,
-                  kept=kept, scheme=f"GPTQ {bits}-bit, group size {group}")
+    return Packed(
+        f"GPTQ int{bits}",
+        bits,
+        over,
+        size,
+        16,
+        zero_bits=bits,
+        index_bits=32,
+        kept=kept,
+        scheme=f"GPTQ {bits}-bit, group size {group}",
+    )
 
 
 def _awq(qc: dict, bpn: int) -> Packed:
@@ -97,12 +109,21 @@ def _awq(qc: dict, bpn: int) -> Packed:
     group = _field(qc, "group_size", (int,), _field(qc, "q_group_size", (int,), 128))
     version = str(_field(qc, "version", (str,), "gemm")).lower()
     if version != "gemm" or bits != 4 or group < 1:
-        raise _refuse(f"AWQ version {version!r}, bits {bits!r}, group size {group!r}: "
-                      "only the 4-bit gemm layout is read")
+        raise _refuse(
+            f"AWQ version {version!r}, bits {bits!r}, group size {group!r}: "
+            "only the 4-bit gemm layout is read"
+        )
     zero = bool(_field(qc, "zero_point", (bool,), True))
     _skipped(qc, ("modules_to_not_convert",))
-    return Packed("AWQ int4", 4, "group", group, 16, zero_bits=4 if zero else 0,
-                  scheme=f"AWQ 4-bit gemm, group size {group}")
+    return Packed(
+        "AWQ int4",
+        4,
+        "group",
+        group,
+        16,
+        zero_bits=4 if zero else 0,
+        scheme=f"AWQ 4-bit gemm, group size {group}",
+    )
 
 
 def _bitsandbytes(qc: dict, bpn: int, experts: bool) -> Packed:
@@ -111,41 +132,94 @@ def _bitsandbytes(qc: dict, bpn: int, experts: bool) -> Packed:
     if four == eight:
         raise _refuse("bitsandbytes needs exactly one of load_in_4bit and load_in_8bit")
     if experts:
-        raise _refuse("bitsandbytes on a mixture of experts: which expert tensors "
-                      "transformers quantizes is not counted here")
+        raise _refuse(
+            "bitsandbytes on a mixture of experts: which expert tensors "
+            "transformers quantizes is not counted here"
+        )
     _skipped(qc, ("llm_int8_skip_modules", "modules_to_not_convert"))
     if eight:
-        return Packed("bitsandbytes int8", 8, "row", 0, 32, dequant=1,
-                      scheme="bitsandbytes LLM.int8")
+        return Packed(
+            "bitsandbytes int8",
+            8,
+            "row",
+            0,
+            32,
+            dequant=1,
+            scheme="bitsandbytes LLM.int8",
+        )
     kind = str(_field(qc, "bnb_4bit_quant_type", (str,), "fp4"))
     if kind not in ("nf4", "fp4"):
         raise _refuse(f"bnb_4bit_quant_type {kind!r} is not nf4 or fp4")
     if _field(qc, "bnb_4bit_use_double_quant", (bool,), False):
-        return Packed(f"bitsandbytes {kind}, double quantisation", 4, "flat", 64, 8,
-                      nested=256, extra_bytes=64 + 1024 + 4,
-                      scheme=f"bitsandbytes {kind} with double quantisation")
-    return Packed(f"bitsandbytes {kind}", 4, "flat", 64, 32, extra_bytes=64,
-                  scheme=f"bitsandbytes {kind}")
+        return Packed(
+            f"bitsandbytes {kind}, double quantisation",
+            4,
+            "flat",
+            64,
+            8,
+            nested=256,
+            extra_bytes=64 + 1024 + 4,
+            scheme=f"bitsandbytes {kind} with double quantisation",
+        )
+    return Packed(
+        f"bitsandbytes {kind}",
+        4,
+        "flat",
+        64,
+        32,
+        extra_bytes=64,
+        scheme=f"bitsandbytes {kind}",
+    )
 
 
 def _fp8(qc: dict, bpn: int, method: str) -> Packed:
     _skipped(qc, ("modules_to_not_convert",))
     if method == "fbgemm_fp8":
-        return Packed("fbgemm fp8", 8, "row", 0, 32, dequant=1, fp8=True,
-                      scheme="fbgemm fp8: a 32-bit scale an output row")
+        return Packed(
+            "fbgemm fp8",
+            8,
+            "row",
+            0,
+            32,
+            dequant=1,
+            fp8=True,
+            scheme="fbgemm fp8: a 32-bit scale an output row",
+        )
     block = qc.get("weight_block_size", [128, 128])
     static = _field(qc, "activation_scheme", (str,), "dynamic") == "static"
     extra = 4 if static else 0
     if block is None:
-        return Packed("fp8 (e4m3)", 8, "tensor", 0, 32, extra_bytes=extra, dequant=1,
-                      fp8=True, scheme="fp8, a 32-bit scale a matrix")
-    if (not isinstance(block, list) or len(block) != 2 or block[0] != block[1]
-            or not isinstance(block[0], int) or isinstance(block[0], bool)
-            or block[0] < 1):
+        return Packed(
+            "fp8 (e4m3)",
+            8,
+            "tensor",
+            0,
+            32,
+            extra_bytes=extra,
+            dequant=1,
+            fp8=True,
+            scheme="fp8, a 32-bit scale a matrix",
+        )
+    if (
+        not isinstance(block, list)
+        or len(block) != 2
+        or block[0] != block[1]
+        or not isinstance(block[0], int)
+        or isinstance(block[0], bool)
+        or block[0] < 1
+    ):
         raise _refuse(f"weight_block_size {block!r} is not a square block")
-    return Packed(f"fp8 (e4m3), {block[0]} x {block[0]} blocks", 8, "block", block[0],
-                  32, extra_bytes=extra, dequant=1, fp8=True,
-                  scheme=f"fine-grained fp8, a 32-bit scale per {block[0]}-square block")
+    return Packed(
+        f"fp8 (e4m3), {block[0]} x {block[0]} blocks",
+        8,
+        "block",
+        block[0],
+        32,
+        extra_bytes=extra,
+        dequant=1,
+        fp8=True,
+        scheme=f"fine-grained fp8, a 32-bit scale per {block[0]}-square block",
+    )
 
 
 def _compressed(qc: dict, bpn: int) -> Packed:
@@ -171,20 +245,32 @@ def _compressed(qc: dict, bpn: int) -> Packed:
             raise _refuse(f"block_structure {block!r} is not a square block")
         size = block[0]
     over = {"tensor": "tensor", "channel": "row", "group": "group", "block": "block"}
-    if strategy not in over or (fmt != "pack-quantized" and bits != 8) or \
-            bits not in (4, 8):
-        raise _refuse(f"compressed-tensors {fmt} with {bits} bits by {strategy} is not "
-                      "read")
+    if (
+        strategy not in over
+        or (fmt != "pack-quantized" and bits != 8)
+        or bits not in (4, 8)
+    ):
+        raise _refuse(
+            f"compressed-tensors {fmt} with {bits} bits by {strategy} is not read"
+        )
     scale = 8 * bpn
     acts = group.get("input_activations")
     static = isinstance(acts, dict) and acts.get("dynamic") is False
     extra = (16 if fmt == "pack-quantized" else 0) + (bpn if static else 0)
     zero = 0 if symmetric else bits if fmt == "pack-quantized" else 8
     is_float = w.get("type") == "float"
-    return Packed(f"compressed-tensors {fmt}, {bits} bits by {strategy}", bits,
-                  over[strategy], size, scale, zero_bits=zero, extra_bytes=extra,
-                  dequant=1 if symmetric else 2, fp8=is_float and bits == 8,
-                  scheme=f"compressed-tensors {fmt}")
+    return Packed(
+        f"compressed-tensors {fmt}, {bits} bits by {strategy}",
+        bits,
+        over[strategy],
+        size,
+        scale,
+        zero_bits=zero,
+        extra_bytes=extra,
+        dequant=1 if symmetric else 2,
+        fp8=is_float and bits == 8,
+        scheme=f"compressed-tensors {fmt}",
+    )
 
 
 def weight_format(qc: object, bytes_per_number: int, experts: bool) -> Packed:

@@ -4,7 +4,8 @@
 computed here that they do not already compute), and ``format_report`` (in
 ``report_text``) lays the same dictionary out as a readable table. Both the command line
 (``python -m transformer_calculator report CONFIG.json``) and the appendix notebook use
-them. Times are the book's roofline: the slower of the arithmetic and the reading, at the
+them. Times are the book's roofline: the slower of the arithmetic and the reading, at
+the
 chip's peak rates times the efficiencies given (1 by default, so a real chip is slower,
 never faster). Memory is shared as a serving engine shares it (``serving.py``): a
 fraction of the chip's memory, the cache in whole blocks of tokens.

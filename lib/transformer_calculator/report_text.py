@@ -8,8 +8,14 @@ from collections.abc import Sequence
 
 from transformer_arithmetic.units import KIB, rates_text, size_text
 
-__all__ = ["format_report", "rules", "timing_assumptions", "table", "seconds_text",
-           "bytes_text"]
+__all__ = [
+    "format_report",
+    "rules",
+    "timing_assumptions",
+    "table",
+    "seconds_text",
+    "bytes_text",
+]
 
 
 def bytes_text(n: float) -> str:
@@ -92,7 +98,8 @@ def rules(r: dict) -> list[str]:
         )
     if m["running_summary_layers"]:
         out.append(
-            "running-summary layers: each holds a fixed state, the causal filter's last "
+            "running-summary layers: each holds a fixed state, the causal filter's "
+            "last "
             "inputs and the summary (in float32, as transformers keeps it), which the "
             "report adds to every conversation's cache and reads at every step"
         )
@@ -203,7 +210,10 @@ def _sizes(r: dict) -> list[str]:
 
 
 def _speeds(r: dict) -> list[str]:
-    lines = ["", "One conversation: time per generated token and prompt reading (prefill)"]
+    lines = [
+        "",
+        "One conversation: time per generated token and prompt reading (prefill)",
+    ]
     lines += table(
         ["context", "time per token", "tokens/s", "limited by", "prefill of context"],
         [
@@ -234,10 +244,19 @@ def _speeds(r: dict) -> list[str]:
         rows = [row for row in r["throughput"] if row["context"] == n]
         fit = next(x for x in r["lengths"] + [None] if x is None or x["tokens"] == n)
         can = f" ({fit['conversations_that_fit']:,} fit in memory)" if fit else ""
-        lines += ["", f"Many conversations at once, each with {n:,} tokens of context{can}"]
+        lines += [
+            "",
+            f"Many conversations at once, each with {n:,} tokens of context{can}",
+        ]
         lines += table(
-            ["batch", "tokens/s (machine)", "each one's wait", "limited by", "memory",
-             "fits"],
+            [
+                "batch",
+                "tokens/s (machine)",
+                "each one's wait",
+                "limited by",
+                "memory",
+                "fits",
+            ],
             [
                 [
                     f"{row['batch']:,}",
@@ -258,8 +277,15 @@ def _speeds(r: dict) -> list[str]:
             "tokens, alone and in a batch",
         ]
         lines += table(
-            ["batch", "first token", "between tokens", "last step", "whole answer",
-             "tokens/s", "fits"],
+            [
+                "batch",
+                "first token",
+                "between tokens",
+                "last step",
+                "whole answer",
+                "tokens/s",
+                "fits",
+            ],
             [
                 [
                     f"{row['batch']:,}",

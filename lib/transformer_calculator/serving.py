@@ -8,7 +8,8 @@ loads the weights into it, and cuts what is left into blocks of a fixed number o
 - ``cache_budget``: the bytes left for the cache in that fraction after the weights;
 - ``largest_batch``: conversations of a given length whose blocks fit in it;
 - ``longest_context``: the longest conversation a batch of a given size can each hold;
-- ``chips_for_weights``: how many such chips the weights alone need when they do not fit;
+- ``chips_for_weights``: how many such chips the weights alone need when they do not
+  fit;
 - ``request_times``: time to the first token (the prompt's pass), the time between
   tokens and the whole answer, for one request or a batch of them.
 
@@ -213,4 +214,3 @@ def _affine_sum(model: Model, acc: Accelerator, batch: int, lo: int, hi: int) ->
     cross = min(max(cross, lo), hi)
     first_a = a0 >= r0
     return run(lo, cross, first_a) + run(cross + 1, hi, not first_a)
-

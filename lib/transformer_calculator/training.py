@@ -42,10 +42,23 @@ from .matrices import Matrix, matrices
 from .feedforward import Experts
 from .model import Model
 
-__all__ = ["OPTIMIZERS", "LORA_TARGETS", "ALL_LINEAR", "Lora", "Training", "lora_parameters",
-           "trainable_parameters", "optimizer_state_bytes", "step_memory", "StepWork", "step_work", "step_bytes",
-           "step_time", "plain_model_states",
-           "train_figures"]
+__all__ = [
+    "OPTIMIZERS",
+    "LORA_TARGETS",
+    "ALL_LINEAR",
+    "Lora",
+    "Training",
+    "lora_parameters",
+    "trainable_parameters",
+    "optimizer_state_bytes",
+    "step_memory",
+    "StepWork",
+    "step_work",
+    "step_bytes",
+    "step_time",
+    "plain_model_states",
+    "train_figures",
+]
 
 OPTIMIZERS = ("adamw", "adam8bit", "sgd")
 """The optimizers counted: AdamW (two float32 moments a number), 8-bit Adam
@@ -59,10 +72,28 @@ EIGHT_BIT_BLOCK = 256
 EIGHT_BIT_MIN = 4096
 """Smallest tensor bitsandbytes gives 8-bit states (``min_8bit_size``)."""
 
-LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
-                "down_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj",
-                "in_proj", "x_proj", "dt_proj", "out_proj", "project_in", "project_out",
-                "gate", "shared_expert_gate", "experts")
+LORA_TARGETS = (
+    "q_proj",
+    "k_proj",
+    "v_proj",
+    "o_proj",
+    "gate_proj",
+    "up_proj",
+    "down_proj",
+    "q_a_proj",
+    "q_b_proj",
+    "kv_a_proj_with_mqa",
+    "kv_b_proj",
+    "in_proj",
+    "x_proj",
+    "dt_proj",
+    "out_proj",
+    "project_in",
+    "project_out",
+    "gate",
+    "shared_expert_gate",
+    "experts",
+)
 """Module names LoRA can target (PEFT's ``target_modules``). PEFT adapts a layer's
 stacked experts (``experts``) as two matrices, gate and up together (width to twice the
 inner width, at twice the rank) and down: rank x experts x (2 (width + 2 inner) +
@@ -88,8 +119,10 @@ class Lora:
         checked_whole("rank", self.rank, minimum=1)
         unknown = [t for t in self.targets if t not in LORA_TARGETS]
         if unknown or not self.targets:
-            raise ValueError(f"LoRA targets must be among {', '.join(LORA_TARGETS)}, "
-                             f"got {list(self.targets)}")
+            raise ValueError(
+                f"LoRA targets must be among {', '.join(LORA_TARGETS)}, "
+                f"got {list(self.targets)}"
+            )
 
 
 @dataclass(frozen=True)
@@ -125,22 +158,27 @@ def _adapters(model: Model, lora: Lora) -> list[Matrix]:
     r, out = lora.rank, []
     for m in matrices(model.layout):
         if m.name in lora.targets:
-            out += [Matrix(m.rows, r, m.count, m.role, m.name + ".lora_A"),
-                    Matrix(r, m.cols, m.count, m.role, m.name + ".lora_B")]
+            out += [
+                Matrix(m.rows, r, m.count, m.role, m.name + ".lora_A"),
+                Matrix(r, m.cols, m.count, m.role, m.name + ".lora_B"),
+            ]
     if "experts" in lora.targets:
         for e in (b.ffn for b in model.layout.blocks if isinstance(b.ffn, Experts)):
             k = r * e.count
-            out += [Matrix(e.width, 2 * k, 1, "experts", "experts.gate_up.lora_A"),
-                    Matrix(2 * k, 2 * e.inner, 1, "experts", "experts.gate_up.lora_B"),
-                    Matrix(e.inner, k, 1, "experts", "experts.down.lora_A"),
-                    Matrix(k, e.width, 1, "experts", "experts.down.lora_B")]
+            out += [
+                Matrix(e.width, 2 * k, 1, "experts", "experts.gate_up.lora_A"),
+                Matrix(2 * k, 2 * e.inner, 1, "experts", "experts.gate_up.lora_B"),
+                Matrix(e.inner, k, 1, "experts", "experts.down.lora_A"),
+                Matrix(k, e.width, 1, "experts", "experts.down.lora_B"),
+            ]
     if not out:
         raise ValueError(f"no matrix of this model is called {', '.join(lora.targets)}")
     return out
 
 
 def lora_parameters(model: Model, lora: Lora) -> int:
-    """Numbers the adapters add: rank x (inputs + outputs) for every targeted matrix (the
+    """Numbers the adapters add: rank x (inputs + outputs) for every targeted matrix
+    (the
     experts as PEFT stacks them, see ``LORA_TARGETS``)."""
     return sum(m.numbers for m in _adapters(model, lora))
 
@@ -195,11 +233,19 @@ def step_memory(model: Model, t: Training) -> dict[str, float]:
         "float32 gradients": trainable * 4 / split[0] if t.fp32_gradients else 0.0,
         "float32 master weights": trainable * 4 / split[0] if bpn < 4 else 0.0,
         "optimizer states": optimizer_state_bytes(model, t) / split[0],
-        "gathered weights": 2 * _largest_matrix(model) * bpn if t.zero_stage == 3 and d > 1
+        "gathered weights": 2 * _largest_matrix(model) * bpn
+        if t.zero_stage == 3 and d > 1
         else 0.0,
-        "activations": float(activation_bytes(model, t.batch, t.seq_len, t.recompute,
-                                              t.lora.rank if t.lora else 0,
-                                              _lora_names(t))),
+        "activations": float(
+            activation_bytes(
+                model,
+                t.batch,
+                t.seq_len,
+                t.recompute,
+                t.lora.rank if t.lora else 0,
+                _lora_names(t),
+            )
+        ),
         "logits": float(logits_bytes(model, t.batch, t.seq_len)),
         "float32 softmax": float(softmax_bytes(model, t.batch, t.seq_len)),
     }
@@ -213,8 +259,14 @@ def _lora_names(t: Training) -> tuple[str, ...]:
 def plain_model_states(model: Model, t: Training) -> float:
     """Weights, gradients and optimizer states by the teaching formula (ZeRO's paper),
     for full training with AdamW in mixed precision: the figure to compare with."""
-    return zero_model_state_bytes(costs.parameters(model), t.zero_stage, t.devices,
-                                  model.bytes_per_number, model.bytes_per_number, 12)
+    return zero_model_state_bytes(
+        costs.parameters(model),
+        t.zero_stage,
+        t.devices,
+        model.bytes_per_number,
+        model.bytes_per_number,
+        12,
+    )
 
 
 @dataclass(frozen=True)
@@ -253,10 +305,17 @@ def step_bytes(model: Model, t: Training) -> float:
     passes, the gradients written and read, the optimizer states and master copy read
     and written once, the activations written and read once."""
     part = step_memory(model, t)
-    states = (part["optimizer states"] + part["float32 master weights"]
-              + part["float32 gradients"])
-    return (2 * part["weights"] + 2 * part["gradients"] + 2 * states
-            + 2 * part["activations"])
+    states = (
+        part["optimizer states"]
+        + part["float32 master weights"]
+        + part["float32 gradients"]
+    )
+    return (
+        2 * part["weights"]
+        + 2 * part["gradients"]
+        + 2 * states
+        + 2 * part["activations"]
+    )
 
 
 def step_time(model: Model, acc: Accelerator, t: Training) -> float:
