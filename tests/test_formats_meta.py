@@ -49,7 +49,9 @@ def _role(name: str, module: torch.nn.Module | None) -> str | None:
         return "head"
     if ".experts." in name:
         return "experts"
-    if name.endswith((".gate.weight", ".router.weight", "shared_expert_gate.weight")):
+    if name.endswith("shared_expert_gate.weight"):
+        return "shared-gate"
+    if name.endswith((".gate.weight", ".router.weight")):
         return "router"
     if module is None or not name.endswith(".weight") or not (
             isinstance(module, torch.nn.Linear) or type(module).__name__ == "Conv1D"):
@@ -92,7 +94,7 @@ def _all_bytes(model: torch.nn.Module) -> int:
     return sum(p.numel() * p.element_size() for p in H.unique_parameters(model))
 
 
-@pytest.mark.parametrize("name", ["llama-3-8b", "mixtral-8x7b", "deepseek-v3"])
+@pytest.mark.parametrize("name", ["llama-3-8b", "mixtral-8x7b", "qwen1.5-moe-a2.7b", "deepseek-v3"])
 def test_fine_grained_fp8_against_transformers_quantized_model(name):
     from transformers import FineGrainedFP8Config
     from transformers.integrations.finegrained_fp8 import replace_with_fp8_linear
@@ -100,8 +102,33 @@ def test_fine_grained_fp8_against_transformers_quantized_model(name):
     cfg = {**H.published(name), "quantization_config": DEEPSEEK_FP8}
     model = H.build({k: v for k, v in cfg.items() if k != "quantization_config"})
     qc = FineGrainedFP8Config(weight_block_size=(128, 128), activation_scheme="dynamic")
-    replace_with_fp8_linear(model, modules_to_not_convert=["lm_head"], quantization_config=qc)
+    # the layers made with the model's dtype as torch's default (as from_pretrained sets it while
+    # it builds the model), so a converted layer's bias comes out in that dtype
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(H.dtype(cfg))
+    try:
+        replace_with_fp8_linear(model, modules_to_not_convert=["lm_head"], quantization_config=qc)
+    finally:
+        torch.set_default_dtype(default)
     ours, _ = model_from_config(cfg)
+    assert stored.weight_bytes(ours) == _all_bytes(model)
+
+
+@pytest.mark.parametrize("name", ["llama-3-8b", "mixtral-8x7b"])
+def test_fbgemm_fp8_against_transformers_own_layer(name):
+    """transformers' FbgemmFp8Linear (integrations/fbgemm_fp8.py) in place of every Linear but
+    the head, as replace_with_fbgemm_fp8_linear does (it needs fbgemm's GPU kernels to run):
+    fp8 weights and a float32 scale an output row; Mixtral's stacked experts are no Linear and
+    stay as built."""
+    from transformers.integrations.fbgemm_fp8 import FbgemmFp8Linear
+
+    model = H.build(H.published(name))
+    with torch.device("meta"):
+        for key, module in list(model.named_modules()):
+            if isinstance(module, torch.nn.Linear) and not key.endswith("lm_head"):
+                model.set_submodule(key, FbgemmFp8Linear(module.in_features, module.out_features,
+                                                         module.bias is not None))
+    ours, _ = model_from_config({**H.published(name), "quantization_config": {"quant_method": "fbgemm_fp8"}})
     assert stored.weight_bytes(ours) == _all_bytes(model)
 
 

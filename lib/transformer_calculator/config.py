@@ -99,7 +99,7 @@ def _quantized(model: Model, cfg: dict, notes: list[str]) -> Model:
     qc = cfg.get("quantization_config")
     if qc is None or qc == {}:
         return model
-    fmt = weight_format(qc, model.bytes_per_number, model.layout.has_experts)
+    fmt = weight_format(qc, model.bytes_per_number, model.layout)
     notes.append(f"quantization_config: {fmt.describe()}")
     quantized = dataclasses.replace(model, weights=fmt)
     try:

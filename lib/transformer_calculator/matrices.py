@@ -8,8 +8,9 @@ packs depends on their part, so each matrix is listed with its ``role``:
 
 - ``attention``, ``feed-forward``, ``experts``, ``summary`` (a running summary's
   projections), ``projection`` (OPT's in and out projections): packed by every scheme;
-- ``router`` (the experts' router and a shared expert's gate), ``head`` (the output
-  layer, unless tied) and ``embeddings`` (token and position tables): kept by default.
+- ``router`` (the experts' router), ``shared-gate`` (the scalar gate of a shared expert,
+  a linear layer in transformers), ``head`` (the output layer, unless tied) and
+  ``embeddings`` (token and position tables): kept by default.
 
 The list is read off the layout by the kind of each part; a kind it does not know is
 refused, never guessed. ``tests/test_formats.py`` requires the list to equal the
@@ -41,12 +42,13 @@ ROLES = (
     "summary",
     "projection",
     "router",
+    "shared-gate",
     "head",
     "embeddings",
 )
 """Every role a matrix can have."""
 
-KEPT_BY_DEFAULT = ("embeddings", "head", "router")
+KEPT_BY_DEFAULT = ("embeddings", "head", "router", "shared-gate")
 """Roles a quantized format leaves in the model's own format unless told otherwise
 (normalisations, biases and every other number are never packed)."""
 
@@ -157,7 +159,7 @@ def _ffn(f: FeedForwardPart | None) -> list[Matrix]:
         ]
         shared = _dense(f.shared, "feed-forward") if f.shared else []
         gate = (
-            [Matrix(f.width, 1, 1, "router", "shared_expert_gate")]
+            [Matrix(f.width, 1, 1, "shared-gate", "shared_expert_gate")]
             if f.shared_gate
             else []
         )

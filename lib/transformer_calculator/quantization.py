@@ -15,7 +15,9 @@ Each scheme's stored layout, as its library writes it (the sources the tests che
   weight and a 32-bit scale per output row.
 - fp8 (``transformers``' fine-grained fp8, DeepSeek-V3's format): e4m3 weights with a
   32-bit scale per square block (``weight_block_size``) or one per matrix;
-  ``fbgemm_fp8``: a 32-bit scale per output row.
+  ``fbgemm_fp8`` (``transformers``' ``FbgemmFp8Linear``): a 32-bit scale per output row,
+  linear layers only (stacked experts stay as they are); its biases are float32, so a
+  model with biases is refused.
 - compressed-tensors (one group of ``Linear`` targets): ``pack-quantized`` (4 or 8 bits
   packed into 32-bit words, the scales and any zero points in the model's format, and
   the weight's shape in two 64-bit numbers), ``int-quantized``, ``float-quantized`` and
@@ -31,7 +33,9 @@ from __future__ import annotations
 
 import re
 
+from .feedforward import Experts, FeedForward
 from .formats import Packed
+from .layout import Layout
 from .matrices import KEPT_BY_DEFAULT
 
 __all__ = ["SCHEMES", "weight_format"]
@@ -45,8 +49,13 @@ _KEPT_NAMES = {
     "wte": "embeddings",
     "gate": "router",
     "router": "router",
-    "shared_expert_gate": "router",
+    "shared_expert_gate": "shared-gate",
 }
+
+
+LINEAR_KEPT = ("embeddings", "head", "router")
+"""What transformers' fp8 integrations leave: every ``Linear`` is converted (a shared
+expert's gate too) but the head; embeddings and routers are no ``Linear``."""
 
 
 def _refuse(what: str) -> ValueError:
@@ -172,9 +181,14 @@ def _bitsandbytes(qc: dict, bpn: int, experts: bool) -> Packed:
     )
 
 
-def _fp8(qc: dict, bpn: int, method: str) -> Packed:
+def _fp8(qc: dict, bpn: int, method: str, layout: Layout) -> Packed:
     _skipped(qc, ("modules_to_not_convert",))
     if method == "fbgemm_fp8":
+        if _has_biases(layout):
+            raise _refuse(
+                "fbgemm_fp8 keeps a converted layer's bias in float32, and "
+                "this model's layers have biases: not counted"
+            )
         return Packed(
             "fbgemm fp8",
             8,
@@ -183,7 +197,9 @@ def _fp8(qc: dict, bpn: int, method: str) -> Packed:
             32,
             dequant=1,
             fp8=True,
-            scheme="fbgemm fp8: a 32-bit scale an output row",
+            kept=("embeddings", "head", "router", "experts"),
+            scheme="fbgemm fp8: a 32-bit scale an output row; transformers "
+            "converts only linear layers, so stacked experts stay as they are",
         )
     block = qc.get("weight_block_size", [128, 128])
     static = _field(qc, "activation_scheme", (str,), "dynamic") == "static"
@@ -198,6 +214,7 @@ def _fp8(qc: dict, bpn: int, method: str) -> Packed:
             extra_bytes=extra,
             dequant=1,
             fp8=True,
+            kept=LINEAR_KEPT,
             scheme="fp8, a 32-bit scale a matrix",
         )
     if (
@@ -218,6 +235,7 @@ def _fp8(qc: dict, bpn: int, method: str) -> Packed:
         extra_bytes=extra,
         dequant=1,
         fp8=True,
+        kept=LINEAR_KEPT,
         scheme=f"fine-grained fp8, a 32-bit scale per {block[0]}-square block",
     )
 
@@ -273,9 +291,25 @@ def _compressed(qc: dict, bpn: int) -> Packed:
     )
 
 
-def weight_format(qc: object, bytes_per_number: int, experts: bool) -> Packed:
+def _has_biases(layout: Layout) -> bool:
+    """True if any attention or feed-forward part of ``layout`` has biases."""
+    for b in layout.blocks:
+        m, f = b.mixer, b.ffn
+        if getattr(m, "qkv_bias", False) or getattr(m, "out_bias", False):
+            return True
+        if getattr(m, "bias", False) or getattr(m, "proj_bias", False):
+            return True
+        if isinstance(f, FeedForward) and f.bias:
+            return True
+        if isinstance(f, Experts) and f.shared is not None and f.shared.bias:
+            return True
+    return False
+
+
+def weight_format(qc: object, bytes_per_number: int, layout: Layout) -> Packed:
     """The weight format a config's ``quantization_config`` describes, for a model of
-    ``bytes_per_number`` bytes a number (``experts``: it has a mixture of experts)."""
+    ``bytes_per_number`` bytes a number laid out as ``layout``."""
+    experts = layout.has_experts
     if not isinstance(qc, dict):
         raise _refuse("must be an object")
     method = qc.get("quant_method")
@@ -288,5 +322,5 @@ def weight_format(qc: object, bytes_per_number: int, experts: bool) -> Packed:
     if method == "bitsandbytes":
         return _bitsandbytes(qc, bytes_per_number, experts)
     if method in ("fp8", "fbgemm_fp8"):
-        return _fp8(qc, bytes_per_number, method)
+        return _fp8(qc, bytes_per_number, method, layout)
     return _compressed(qc, bytes_per_number)
