@@ -114,10 +114,8 @@ def _weights(**args) -> dict:
 @pytest.mark.parametrize(("fmt", "weights"), [
     ("pack-quantized", _weights(num_bits=4, strategy="group", group_size=32)),
     ("pack-quantized", _weights(num_bits=4, strategy="group", group_size=32, symmetric=False)),
-    ("pack-quantized", _weights(num_bits=4, strategy="channel")),
-    ("pack-quantized", _weights(num_bits=8, strategy="group", group_size=32)),
+    ("pack-quantized", _weights(num_bits=8, strategy="channel")),
     ("int-quantized", _weights()),
-    ("float-quantized", _weights(type="float")),
     ("float-quantized", _weights(type="float", strategy="tensor")),
     ("float-quantized", _weights(type="float", strategy="block", block_structure=[32, 32])),
 ])
