@@ -18,9 +18,11 @@ setup: $(STAMP) $(MATHJAX) $(PYODIDE)
 # A virtual environment with the pinned set (torch==2.13.0 is the CPU build on this disk).
 # rfc3987-syntax is an optional IRI checker that jsonschema imports eagerly: over two seconds
 # of CPU in every process that reads a notebook (builds, tests, servers). Nothing here uses it.
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt requirements-built.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation \
+	  -r requirements-built.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	$(PY) -m pip uninstall --quiet --disable-pip-version-check -y rfc3987-syntax
 	touch $@

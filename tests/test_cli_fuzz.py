@@ -1,5 +1,9 @@
 """The command line on malformed input: it never shows a traceback and never prints invalid JSON.
 
+The report's and the train command's flags (chips, formats, lengths, batches, requests,
+efficiencies, the engine's memory, ZeRO, LoRA) are driven too, each with good and bad values
+and in any combination: a bad value or an impossible combination ends in exit 2 and one line.
+
 Every run must end in one of three ways: exit 0 with a report (``--json``: strictly valid
 JSON, every number finite), exit 1 with one line on standard error for a config it cannot
 read or refuses, exit 2 with one line for a bad argument. ``main`` is called in-process.
@@ -43,6 +47,18 @@ KEYS = sorted(STRUCTURE_FIELDS | {
     "model_type", "num_hidden_layers", "num_attention_heads", "hidden_size", "vocab_size", "torch_dtype", "dtype",
     "tie_word_embeddings", "hidden_act", "rms_norm_eps", "layer_norm_eps", "num_nextn_predict_layers",
     "quantization_config", "text_config", "anything_else"})
+
+QUANTIZATION = st.sampled_from([
+    {"quant_method": "gptq", "bits": 4, "group_size": 32}, {"quant_method": "gptq", "bits": 3},
+    {"quant_method": "awq", "bits": 4, "group_size": 32, "version": "gemm"},
+    {"quant_method": "awq", "version": "gemv"}, {"quant_method": "bitsandbytes", "load_in_4bit": True},
+    {"quant_method": "bitsandbytes", "load_in_8bit": True, "load_in_4bit": True},
+    {"quant_method": "fp8", "weight_block_size": [16, 16]}, {"quant_method": "fp8", "weight_block_size": [1]},
+    {"quant_method": "fbgemm_fp8"}, {"quant_method": "compressed-tensors", "format": "pack-quantized",
+                                      "config_groups": {"g": {"targets": ["Linear"], "weights": {
+                                          "num_bits": 4, "strategy": "group", "group_size": 32}}}},
+    {"quant_method": "hqq"}, {"quant_method": "gptq", "modules_to_not_convert": ["layers.0"]}, [], "x"])
+"""quantization_config values, read or refused."""
 
 scalars = (st.none() | st.booleans()
            | st.integers(-3, 70) | st.integers(min_value=-(10**30), max_value=10**30)
@@ -150,3 +166,76 @@ def test_the_reported_cases(folder):
         path.write_text(json.dumps(cfg))
         code, out, err = run("report", str(path), "--json")
         assert code == 1 and field in err
+
+
+def _flag(name: str, good: list[str], bad: list[str]):
+    return st.sampled_from(good + bad).map(lambda v: [name, v])
+
+
+NUMBERS = ["1", "16", "4096", "100000", "1e3", "0", "-1", "x", "", "1,2", "5,5,9", "1" + "0" * 13, "nan"]
+FRACTIONS = ["1", "0.5", "0.01", "0", "-0.2", "1.5", "nan", "inf", "x"]
+REPORT_FLAGS = st.lists(st.one_of(
+    _flag("--chip", ["h100", "l4", "mi300x", "tpu-v5e", "apple-m4-max"], ["h900", ""]),
+    _flag("--accelerator", ["example", "1e14,1e12,24"], ["1,2", "x"]),
+    _flag("--weights", ["bf16", "fp16", "fp8", "int8", "int4", "nf4"], ["int3", ""]),
+    _flag("--kv-dtype", ["bf16", "fp16", "fp8", "int8", "int4"], ["nf4"]),
+    _flag("--context", NUMBERS[:4], NUMBERS[4:]), _flag("--batch", NUMBERS[:4], NUMBERS[4:]),
+    _flag("--prompt", NUMBERS[:4], NUMBERS[4:]), _flag("--answer", NUMBERS[:4], NUMBERS[4:]),
+    _flag("--flops-efficiency", FRACTIONS[:3], FRACTIONS[3:]),
+    _flag("--hbm-memory-efficiency", FRACTIONS[:3], FRACTIONS[3:]),
+    _flag("--gpu-memory-utilization", FRACTIONS[:3], FRACTIONS[3:]),
+    _flag("--block-size", ["1", "16", "256"], ["0", "x"])), max_size=5).map(lambda xs: sum(xs, []))
+TRAIN_FLAGS = st.lists(st.one_of(
+    _flag("--chip", ["h100", "rtx-4090"], ["zz"]), _flag("--weights", ["bf16", "nf4", "int4"], ["q"]),
+    _flag("--batch", ["1", "4"], ["0", "x"]), _flag("--seq-len", ["128", "4096"], ["0", "1.5"]),
+    _flag("--optimizer", ["adamw", "adam8bit", "sgd"], ["lion"]),
+    _flag("--recompute", ["none", "selective", "full"], ["half"]),
+    _flag("--zero-stage", ["0", "1", "2", "3"], ["4", "-1"]), _flag("--devices", ["1", "8", "1024"], ["0"]),
+    _flag("--lora-rank", ["1", "16"], ["0"]), _flag("--lora-targets", ["all-linear", "q_proj,v_proj"], ["wq"]),
+    _flag("--tokens", ["1e9", "15000000000000"], ["1e40", "-5"]),
+    _flag("--flops-efficiency", FRACTIONS[:3], FRACTIONS[3:]),
+    st.just(["--fp32-gradients"])), max_size=5).map(lambda xs: sum(xs, []))
+CONFIGS = st.sampled_from(["gated-gqa-1b", "mixtral-8x7b", "jamba-v0.1", "plain-small", "mistral-7b-v0.1"])
+
+
+def _usage_or_refusal(code: int, out: str, err: str) -> None:
+    """A bad flag exits 2; a flag the model cannot take, 2 as well; a config refused, 1."""
+    assert "Traceback" not in out + err
+    if code == 0:
+        assert err == "" and json.loads(out, parse_constant=_no_constant) is not None
+        assert all(math.isfinite(x) for x in _numbers(json.loads(out)))
+    else:
+        assert code in (1, 2) and out == "" and err.startswith("error: ") and err.count("\n") == 1, err
+
+
+@QUICK
+@given(config=CONFIGS, flags=REPORT_FLAGS)
+def test_report_flags(config, flags):
+    _usage_or_refusal(*run("report", config, *flags, "--json"))
+
+
+@QUICK
+@given(config=CONFIGS, flags=TRAIN_FLAGS)
+def test_train_flags(config, flags):
+    _usage_or_refusal(*run("train", config, *flags, "--json"))
+
+
+@QUICK
+@given(base=st.sampled_from(["llama", "mixtral", "deepseek"]), qc=QUANTIZATION, as_json=st.booleans())
+def test_quantization_configs(folder, base, qc, as_json):
+    cfg = {**BASES[base], "hidden_size": 64, "intermediate_size": 96, "quantization_config": qc}
+    path = folder / "config.json"
+    path.write_text(json.dumps(cfg))
+    check_outcome(*run("report", str(path), *(["--json"] if as_json else [])))
+
+
+@pytest.mark.parametrize(("argv", "code"), [
+    (["train", "gated-gqa-1b", "--devices", "0"], 2), (["train", "gated-gqa-1b", "--zero-stage", "3",
+                                                        "--devices", "8", "--json"], 0),
+    (["report", "gated-gqa-1b", "--kv-dtype", "int4", "--json"], 0), (["chips", "--json"], 0),
+    (["report", "gated-gqa-1b", "--prompt", "5"], 2), (["train", "jamba-v0.1"], 1),
+])
+def test_new_command_lines(argv, code):
+    outcome = run(*argv)
+    assert outcome[0] == code
+    _usage_or_refusal(*outcome)

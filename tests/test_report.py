@@ -18,7 +18,7 @@ from transformer_calculator.cli import main
 from transformer_calculator.config import example_config_path, example_configs, read_config, model_from_config
 from transformer_calculator.chips import parse_accelerator
 from transformer_calculator.plain import model_of
-from transformer_calculator.report import format_report, report
+from transformer_calculator.report import Request, format_report, report
 
 pytestmark = pytest.mark.torch_kernels
 
@@ -155,7 +155,7 @@ def test_missing_field_is_named(field):
         ({"num_key_value_heads": 3}, "num_key_value_heads"),
         ({"num_key_value_heads": 16}, "num_key_value_heads"),
         ({"hidden_size": 250}, "head_dim"),
-        ({"torch_dtype": "int8"}, "torch_dtype"),
+        ({"torch_dtype": "int4"}, "torch_dtype"),
         ({"dtype": "float32"}, "torch_dtype and dtype"),
         ({"num_hidden_layers": 0}, "num_hidden_layers"),
         ({"num_hidden_layers": 2.5}, "num_hidden_layers"),
@@ -173,7 +173,11 @@ def test_missing_field_is_named(field):
         ({"model_type": ["llama"]}, "model_type"),
         ({"vocab_size": 10**400}, "vocab_size"),
         ({"num_hidden_layers": 10**6}, "num_hidden_layers"),
-        ({"quantization_config": {"quant_method": "fp8"}}, "quantization_config"),
+        ({"quantization_config": {"quant_method": "hqq"}}, "quantization_config"),
+        ({"quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 100}},
+         "quantization_config"),  # groups of 100 do not divide a width of 256
+        ({"quantization_config": {"quant_method": "awq", "modules_to_not_convert":
+                                  ["model.layers.0.mlp"]}}, "modules_to_not_convert"),
         ({"per_layer_config": {"0": {"intermediate_size": 5}}}, "per_layer_config"),
         ({"is_encoder_decoder": True}, "is_encoder_decoder"),
     ],
@@ -238,57 +242,82 @@ def test_unknown_example_name_lists_the_shipped_ones():
 
 def test_report_numbers_against_a_real_decoder():
     """Every number of the report, from a real decoder's parameters, matrices and cache, with
-    each limit worked out by hand (not from the library functions the report calls)."""
+    each limit worked out by hand (not from the library functions the report calls): memory as
+    vLLM shares it (90% of the chip, the cache in whole blocks of 16 tokens)."""
     m, a = PLAIN_335M, CHIP_24GIB
-    r = report(model_of(m), a)
+    r = report(model_of(m), a, requests=[Request(prompt=300, answer=40)])
     weights, per_token = R.weight_bytes(m), R.cache_bytes_per_token(m)
 
     def step(context, batch=1):
         flops, nbytes = R.decode_work(m, context, batch)
         return flops / a.flops_per_s, nbytes / a.bytes_per_s
 
-    def prefill(tokens):
+    def prefill(tokens, batch=1):
         flops, nbytes = R.prefill_work(m, tokens)
-        return max(flops / a.flops_per_s, nbytes / a.bytes_per_s)
+        nbytes += (batch - 1) * tokens * per_token  # every prompt writes its own cache
+        return max(batch * flops / a.flops_per_s, nbytes / a.bytes_per_s)
+
+    def blocks(n):  # a conversation's cache in whole blocks of 16 tokens
+        return -(-n // 16) * 16 * per_token
 
     assert r["parameters"] == R.parameters(m) == 335_594_496
     assert (r["weight_bytes"], r["kv_bytes_per_token"]) == (weights, per_token)
-    free = a.memory_bytes - weights
-    assert r["weights_fit"] and r["longest_conversation"] == free // per_token
+    usable = int(a.memory_bytes * 9 // 10)
+    free = usable - weights
+    assert r["serving"] == {"memory_utilization": 0.9, "block_size": 16, "usable_bytes": usable,
+                            "cache_budget_bytes": free}
+    assert r["weights_fit"] and r["chips_for_weights"] == 1
+    assert r["longest_conversation"] == free // (16 * per_token) * 16
     for row in r["lengths"]:
         n = row["tokens"]
-        assert (row["cache_bytes"], row["conversations_that_fit"]) == (n * per_token, free // (n * per_token))
+        assert (row["cache_bytes"], row["cache_bytes_in_blocks"], row["conversations_that_fit"]) == (
+            n * per_token, blocks(n), free // blocks(n))
+    for row in r["fit_by_batch"]:
+        assert row["longest_context"] == free // row["batch"] // (16 * per_token) * 16
     for row in r["decode"]:
         arithmetic, reading = step(row["context"])
         assert (row["arithmetic_seconds"], row["reading_seconds"]) == (arithmetic, reading)
         assert row["seconds_per_token"] == max(arithmetic, reading) == 1 / row["tokens_per_s"]
         assert row["limited_by"] == ("reading" if reading >= arithmetic else "arithmetic")
         assert row["prefill_seconds"] == prefill(row["context"])
-    ctx = r["batch_context"]
-    fit = free // (ctx * per_token)
-    assert r["conversations_that_fit_at_batch_context"] == fit
+    (ctx,) = r["batch_contexts"]
+    fit = free // blocks(ctx)
     for row in r["throughput"]:
         b = row["batch"]
         assert row["wait_seconds"] == max(step(ctx, b)) and row["tokens_per_s"] == b / max(step(ctx, b))
-        assert (row["memory_bytes"], row["fits"]) == (weights + b * ctx * per_token, b <= fit)
+        assert (row["memory_bytes"], row["fits"]) == (weights + b * blocks(ctx), b <= fit)
     assert round(next(t for t in r["throughput"] if t["batch"] == 64)["tokens_per_s"]) == 4721
     waits = [t["wait_seconds"] for t in r["throughput"]]
     assert waits == sorted(waits)  # each conversation waits longer as the batch grows
+    for row in r["requests"]:  # the prompt's pass writes token 1; 39 steps write the rest, one by one
+        b, steps = row["batch"], [max(step(300 + j, row["batch"])) for j in range(1, 40)]
+        assert row["first_token_seconds"] == prefill(300, b)
+        assert (row["first_step_seconds"], row["last_step_seconds"]) == (steps[0], steps[-1])
+        assert row["whole_seconds"] == pytest.approx(prefill(300, b) + sum(steps), rel=1e-12)
+        assert row["mean_step_seconds"] == pytest.approx(sum(steps) / 39, rel=1e-12)
+        assert row["fits"] == (b <= free // blocks(340))
     # the first length at which one real layer's pair work passes its weight work, trying each
     layer, channels = R.layer_matrix_weights(m), R.query_channels(m) // m.layers
     crossing = next(t for t in itertools.count(1) if 4 * channels * (t * (t + 1) // 2) > 2 * t * layer)
     assert r["pairs_pass_weights_at"] == crossing == 12_288
     assert json.loads(json.dumps(r, allow_nan=False)) == r  # plain JSON types only
     assert r["active_parameters"] == r["parameters"] and r["running_summary_bytes"] == 0
+    text = format_report(r)
+    assert all(note in text for note in r["assumptions"])  # the JSON carries what the table says
+    assert any("roofline" in note for note in r["assumptions"])
 
 
 def test_report_when_the_weights_do_not_fit():
+    """No speed for a machine the model cannot run on, and how many such chips its weights need."""
     shape, _ = read_config(example_config_path("gated-gqa-7b"))
     small_chip = parse_accelerator("100e12,1e12,8")
-    r = report(shape, small_chip)
+    r = report(shape, small_chip, requests=[Request(100, 10)])
     assert not r["weights_fit"] and r["longest_conversation"] == 0
-    assert all(not t["fits"] for t in r["throughput"])
-    assert "do not fit" in format_report(r)
+    assert r["decode"] == r["throughput"] == r["requests"] == r["fit_by_batch"] == []
+    usable = int(8 * ta.GIB * 9 // 10)
+    assert r["chips_for_weights"] == -(-costs.weight_bytes(shape) // usable) == 2
+    text = format_report(r)
+    assert "do not fit" in text and "tokens/s" not in text and "need 2" in text
 
 
 def test_parse_accelerator():

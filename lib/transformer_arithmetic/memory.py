@@ -23,6 +23,8 @@ __all__ = [
     "layer_activation_bytes",
     "activation_bytes",
     "logits_bytes",
+    "packed_bits_per_weight",
+    "zero_model_state_bytes",
 ]
 
 
@@ -237,3 +239,39 @@ def logits_bytes(
     seq_len = checked_whole("seq_len", seq_len, minimum=1)
     bytes_per_number = checked_whole("bytes_per_number", bytes_per_number, minimum=1)
     return batch * seq_len * m.vocab * bytes_per_number
+
+
+def packed_bits_per_weight(
+    bits: int, group_size: int, scale_bits: int, zero_bits: int = 0
+) -> float:
+    """Bits one weight takes when it is stored in ``bits`` bits and every group of
+    ``group_size`` weights shares a scale of ``scale_bits`` and a zero point of
+    ``zero_bits``: bits + (scale_bits + zero_bits) / group_size."""
+    bits = checked_whole("bits", bits, minimum=1)
+    group_size = checked_whole("group_size", group_size, minimum=1)
+    scale_bits = checked_whole("scale_bits", scale_bits)
+    zero_bits = checked_whole("zero_bits", zero_bits)
+    return bits + (scale_bits + zero_bits) / group_size
+
+
+def zero_model_state_bytes(
+    parameters: int,
+    stage: int,
+    devices: int,
+    weight_bytes: int = 2,
+    gradient_bytes: int = 2,
+    state_bytes: int = 12,
+) -> float:
+    """Bytes of model states one of ``devices`` devices holds under ZeRO ``stage`` (0 to
+    3), after Rajbhandari et al. (2020): weights, gradients and optimizer states (a
+    float32 master copy and Adam's two moments are 12 bytes a parameter), where stage 1
+    splits the optimizer states across the devices, stage 2 the gradients too, and stage
+    3 the weights too."""
+    p = checked_whole("parameters", parameters)
+    stage = checked_whole("stage", stage)
+    if stage > 3:
+        raise ValueError(f"stage must be 0, 1, 2 or 3, got {stage}")
+    d = checked_whole("devices", devices, minimum=1)
+    split = (1 if stage < 3 else d, 1 if stage < 2 else d, 1 if stage < 1 else d)
+    held = (weight_bytes, gradient_bytes, state_bytes)
+    return sum(p * b / n for b, n in zip(held, split))

@@ -9,19 +9,29 @@ chip.
 - ``model``        a layout with its number format
 - ``families/``    how each family's config describes its layers (rules, and the table)
 - ``config``       a ``config.json`` read into a ``Model``, with notes on every default
+- ``matrices``, ``formats``, ``quantization``, ``stored``  the weight matrices a
+  quantizer packs, weight and cache formats, a config's ``quantization_config``, and
+  the bytes a model holds in its formats
 - ``costs``        memory, work and time of a model on a chip, over its layout
-- ``chips``        accelerators given on the command line
-- ``report``, ``cli``  the numbers for one model on one chip, and the command line
-  (``python -m transformer_calculator report CONFIG.json``)
+- ``chips``        accelerators: the book's example, three numbers, or a real chip by
+  name from the shipped table (``data/chips.json``), at a fraction of its peak
+- ``serving``      what fits as a serving engine shares memory, and a request's times
+- ``activations``, ``training``  one training step's memory by part and its time
+- ``report``, ``report_text``, ``cli``, ``cli_train``  the numbers for one model on one
+  chip, and the command line (``python -m transformer_calculator report CONFIG.json``,
+  ``train``, ``chips``, ``configs``)
 
 It builds on the book's own formulas (``transformer_arithmetic``: the roofline, pair
 counts, units) and never hands them a layout: a plain decoder's layout agrees with those
 formulas quantity by quantity (``tests/test_calculator_agrees.py``).
 """
 
+from .chips import chip, chips, derated
 from .config import example_config_path, example_configs, model_from_config, read_config
 from .model import Model
-from .report import format_report, report
+from .report import Request, format_report, report
+from .serving import Serving
+from .training import Lora, Training, train_figures
 
 __all__ = [
     "Model",
@@ -31,4 +41,12 @@ __all__ = [
     "example_config_path",
     "report",
     "format_report",
+    "Request",
+    "Serving",
+    "chip",
+    "chips",
+    "derated",
+    "Training",
+    "Lora",
+    "train_figures",
 ]

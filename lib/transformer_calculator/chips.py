@@ -1,11 +1,136 @@
-"""Accelerators given on the command line: the book's example, or three numbers."""
+"""Accelerators: the book's example, three numbers given on the command line, or a real
+chip by name from the shipped table (``data/chips.json``: each row's published rates,
+memory and interconnect with the public source of its figures).
+
+A ``Chip`` is an ``Accelerator`` (its 16-bit rate, its bandwidth, its memory) that also
+knows its 8-bit floating-point rate and its link to other chips. ``derated`` scales the
+two rates by the fractions of peak a real program reaches, which turns the roofline's
+floor into an estimate.
+"""
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+
 from transformer_arithmetic import EXAMPLE_ACCELERATOR, Accelerator
+from transformer_arithmetic.checks import checked_fraction
 from transformer_arithmetic.units import GIB
 
-__all__ = ["ACCELERATOR_RANGES", "parse_accelerator"]
+__all__ = [
+    "ACCELERATOR_RANGES",
+    "parse_accelerator",
+    "Chip",
+    "chips",
+    "chip",
+    "derated",
+    "matrix_flops_per_s",
+    "CHIP_FILE",
+]
+
+CHIP_FILE = Path(__file__).parent / "data" / "chips.json"
+"""The shipped table of chips."""
+
+
+@dataclass(frozen=True)
+class Chip(Accelerator):
+    """A published chip: its dense 16-bit rate (``flops_per_s``), its dense 8-bit
+    floating-point rate (None: no such arithmetic), its memory bandwidth and memory, its
+    link to other chips (``interconnect``, at ``interconnect_bytes_per_s``), and where
+    each figure was published (``source``, with the datasheet's own words in
+    ``note``)."""
+
+    fp8_flops_per_s: float | None = None
+    interconnect: str = ""
+    interconnect_bytes_per_s: float | None = None
+    key: str = ""
+    source: str = ""
+    note: str = ""
+    flops_efficiency: float = 1.0
+    memory_efficiency: float = 1.0
+
+
+def _normal(name: str) -> str:
+    return "".join(c for c in name.lower() if c.isalnum())
+
+
+@lru_cache(maxsize=1)
+def chips() -> tuple[Chip, ...]:
+    """Every chip of the shipped table, in its order."""
+    rows = json.loads(CHIP_FILE.read_text(encoding="utf-8"))["chips"]
+    return tuple(
+        Chip(
+            flops_per_s=r["bf16_flops"],
+            bytes_per_s=r["bytes_per_s"],
+            memory_bytes=round(r["memory_gb"] * GIB),
+            name=r["name"],
+            fp8_flops_per_s=r["fp8_flops"],
+            interconnect=r["interconnect"],
+            interconnect_bytes_per_s=r["interconnect_bytes_per_s"],
+            key=r["key"],
+            source=r["source"],
+            note=r["note"],
+        )
+        for r in rows
+    )
+
+
+@lru_cache(maxsize=1)
+def _by_name() -> dict[str, Chip]:
+    rows = json.loads(CHIP_FILE.read_text(encoding="utf-8"))["chips"]
+    found = {}
+    for c, r in zip(chips(), rows):
+        for name in [r["key"], r["name"], *r["aliases"]]:
+            found[_normal(name)] = c
+    return found
+
+
+def chip(name: str) -> Chip:
+    """The shipped chip called ``name`` (its key, its name or an alias, in any case)."""
+    found = _by_name().get(_normal(name)) if isinstance(name, str) else None
+    if found is None:
+        known = ", ".join(c.key for c in chips())
+        raise ValueError(f"no chip called {name!r}; the shipped ones are: {known}")
+    return found
+
+
+def derated(
+    acc: Accelerator, flops_efficiency: float, memory_efficiency: float
+) -> Chip:
+    """``acc`` running at ``flops_efficiency`` of its peak arithmetic (both rates) and
+    ``memory_efficiency`` of its peak bandwidth, each a fraction in (0, 1]."""
+    f = checked_fraction("flops_efficiency", flops_efficiency)
+    m = checked_fraction("memory_efficiency", memory_efficiency)
+    base = (
+        acc
+        if isinstance(acc, Chip)
+        else Chip(
+            flops_per_s=acc.flops_per_s,
+            bytes_per_s=acc.bytes_per_s,
+            memory_bytes=acc.memory_bytes,
+            name=acc.name,
+        )
+    )
+    fp8 = base.fp8_flops_per_s * f if base.fp8_flops_per_s is not None else None
+    return replace(
+        base,
+        flops_per_s=base.flops_per_s * f,
+        bytes_per_s=base.bytes_per_s * m,
+        fp8_flops_per_s=fp8,
+        flops_efficiency=f,
+        memory_efficiency=m,
+    )
+
+
+def matrix_flops_per_s(acc: Accelerator, fp8_weights: bool) -> float:
+    """Operations a second the weight matrices multiply at on ``acc``: the 8-bit
+    floating-point rate for fp8 weights on a chip that has one, else the 16-bit rate."""
+    if fp8_weights and isinstance(acc, Chip) and acc.fp8_flops_per_s is not None:
+        return acc.fp8_flops_per_s
+    return acc.flops_per_s
+
 
 ACCELERATOR_RANGES = ((1.0, 1e30), (1.0, 1e30), (1e-6, 1e12))
 """Accepted ranges of an accelerator's operations a second, bytes a second and memory in

@@ -1,39 +1,211 @@
-"""Command line: ``python -m transformer_calculator report CONFIG.json [--accelerator
-...] [--json]``.
+"""Command line: ``python -m transformer_calculator report CONFIG.json [options]``,
+``train CONFIG.json [options]``, ``chips`` and ``configs``.
 
-A thin layer over ``config.read_config`` and ``report.report``: it reads the sizes
-from a Hugging Face style config.json (never weights, never the internet) and prints
-the book's arithmetic for that model on an accelerator.
+A thin layer over ``config.read_config``, ``report.report`` and
+``training.train_figures``:
+it reads the sizes from a Hugging Face style config.json (never weights, never the
+internet) and prints the book's arithmetic for that model on a chip. Flag names follow
+llm-analysis where it has one (``--flops-efficiency``, ``--hbm-memory-efficiency``) and
+vLLM for the engine's memory (``--gpu-memory-utilization``, ``--block-size``).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
 
-from .chips import parse_accelerator
+from .chips import chip, chips, derated, parse_accelerator
+from .cli_train import UsageError, add_train_parser, run_train
 from .config import ROUTES, example_config_path, example_configs, read_config
-from .report import format_report, report
+from .costs import cache_bytes_per_token, weight_bytes
+from .formats import CACHE_FORMATS, UNPACKED, WEIGHT_FORMATS
+from .model import Model
+from .report import Request, format_report, report
+from .report_text import bytes_text
+from .serving import Serving
 
+MAX_LIST = 32
+"""Most values one list flag (``--context``, ``--batch``) takes."""
 
-class _UsageError(Exception):
-    """A bad command line: reported in one line with exit code 2."""
+MAX_TOKENS = 10**12
+"""Largest length, batch or token count a flag takes: far beyond any model, small
+enough that every byte count and time stays a finite number."""
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(
-        self, message: str
-    ):  # one line instead of argparse's usage block and exit
-        raise _UsageError(message)
+    def error(self, message: str):  # one line instead of argparse's usage block
+        raise UsageError(message)
 
 
-def _accelerator(text: str):
+def _typed(parse):
+    def wrapped(text: str):
+        try:
+            return parse(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    wrapped.__name__ = parse.__name__
+    return wrapped
+
+
+def whole(text: str, low: int = 1) -> int:
+    """A whole number from ``low`` to ``MAX_TOKENS``."""
     try:
-        return parse_accelerator(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
+        value = int(text.strip().replace("_", ""))
+    except ValueError:
+        raise ValueError(f"must be a whole number, got {text!r}") from None
+    if not low <= value <= MAX_TOKENS:
+        raise ValueError(f"must lie between {low:,} and {MAX_TOKENS:,}, got {text!r}")
+    return value
+
+
+def whole_list(text: str) -> tuple[int, ...]:
+    """One whole number or a comma list of them (at most ``MAX_LIST``), in order, each
+    once."""
+    parts = [p for p in text.split(",")]
+    if len(parts) > MAX_LIST:
+        raise ValueError(f"takes at most {MAX_LIST} values, got {len(parts)}")
+    return tuple(dict.fromkeys(whole(p) for p in parts))
+
+
+def fraction(text: str) -> float:
+    """A fraction in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"must be a number, got {text!r}") from None
+    if not 0 < value <= 1:
+        raise ValueError(f"must lie in (0, 1], got {text!r}")
+    return value
+
+
+def _choice(table: dict):
+    def parse(text: str) -> str:
+        key = text.strip().lower()
+        if key not in table:
+            raise ValueError(f"must be one of {', '.join(table)}, got {text!r}")
+        return key
+
+    return parse
+
+
+WEIGHT_CHOICES = {"bf16": None, "fp16": None, **WEIGHT_FORMATS}
+"""What ``--weights`` takes: a 16-bit cast, or a packed format."""
+
+
+def add_chip_options(p: argparse.ArgumentParser) -> None:
+    """The options that say which chip, and how near its peak a program runs."""
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--accelerator",
+        default=None,
+        type=_typed(parse_accelerator),
+        metavar="example|FLOPS,BYTES_PER_S,MEMORY_GIB",
+        help="'example' (the book's example accelerator, the default) or three "
+        "numbers: operations a second, bytes read a second, memory in GiB",
+    )
+    where.add_argument(
+        "--chip",
+        type=_typed(chip),
+        metavar="NAME",
+        help="a real chip from the shipped table (see the 'chips' command)",
+    )
+    p.add_argument(
+        "--flops-efficiency",
+        type=_typed(fraction),
+        default=1.0,
+        metavar="F",
+        help="fraction of peak arithmetic reached (0 to 1; default 1, the floor)",
+    )
+    p.add_argument(
+        "--hbm-memory-efficiency",
+        "--memory-efficiency",
+        dest="memory_efficiency",
+        type=_typed(fraction),
+        default=1.0,
+        metavar="F",
+        help="fraction of peak memory bandwidth reached (0 to 1; default 1)",
+    )
+
+
+def add_format_options(p: argparse.ArgumentParser) -> None:
+    """``--weights`` and, for serving, ``--kv-dtype``."""
+    p.add_argument(
+        "--weights",
+        type=_typed(_choice(WEIGHT_CHOICES)),
+        metavar="|".join(WEIGHT_CHOICES),
+        help="store the weights so: a 16-bit cast, or a packed format (embeddings, "
+        "head, norms and routers stay in the model's format)",
+    )
+
+
+def _report_parser(commands) -> None:
+    rep = commands.add_parser(
+        "report",
+        help="print the serving arithmetic for one config.json",
+        description="Read a Hugging Face style config.json (sizes only) and print "
+        "parameters, memory, cache, what fits, time per token, prefill and throughput.",
+    )
+    rep.add_argument(
+        "config",
+        help="path to a config.json (or its folder), or the name of a shipped "
+        "example (see the 'configs' command)",
+    )
+    add_chip_options(rep)
+    add_format_options(rep)
+    rep.add_argument(
+        "--kv-dtype",
+        type=_typed(_choice(CACHE_FORMATS)),
+        metavar="|".join(CACHE_FORMATS),
+        help="store the key-value cache so",
+    )
+    rep.add_argument(
+        "--context",
+        type=_typed(whole_list),
+        metavar="N[,N...]",
+        help="conversation lengths for the tables (tokens)",
+    )
+    rep.add_argument(
+        "--batch",
+        type=_typed(whole_list),
+        metavar="B[,B...]",
+        help="conversations served at once for the tables",
+    )
+    rep.add_argument(
+        "--prompt",
+        type=_typed(whole),
+        metavar="P",
+        help="a request's prompt, in tokens (with --answer)",
+    )
+    rep.add_argument(
+        "--answer",
+        type=_typed(whole),
+        metavar="A",
+        help="a request's answer, in tokens (with --prompt)",
+    )
+    rep.add_argument(
+        "--gpu-memory-utilization",
+        type=_typed(fraction),
+        default=0.9,
+        metavar="F",
+        help="fraction of the chip's memory the engine "
+        "uses, weights included (default 0.9, as vLLM)",
+    )
+    rep.add_argument(
+        "--block-size",
+        type=_typed(whole),
+        default=16,
+        metavar="N",
+        help="tokens a cache block holds (default 16, as vLLM)",
+    )
+    rep.add_argument(
+        "--json",
+        action="store_true",
+        help="print the numbers as JSON instead of a table",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,48 +215,29 @@ def _parser() -> argparse.ArgumentParser:
         "memory, time.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    rep = commands.add_parser(
-        "report",
-        help="print the arithmetic for one config.json",
-        description="Read a Hugging Face style config.json (sizes only) and print "
-        "parameters, "
-        "memory, cache, what fits, time per token, prefill and throughput.",
-    )
-    rep.add_argument(
-        "config",
-        help="path to a config.json (or its folder), or the name of a shipped "
-        "example (see the 'configs' command)",
-    )
-    rep.add_argument(
-        "--accelerator",
-        default="example",
-        type=_accelerator,
-        metavar="example|FLOPS,BYTES_PER_S,MEMORY_GIB",
-        help="'example' (the book's example accelerator, the default) or three "
-        "numbers: "
-        "operations a second, bytes read a second, memory in GiB, e.g. 100e12,1e12,24",
-    )
-    rep.add_argument(
-        "--json",
-        action="store_true",
-        help="print the numbers as JSON instead of a table",
-    )
-    rep.add_argument(
-        "--route",
-        default="auto",
-        choices=ROUTES,
-        help="'layout' counts by the calculator's own layout of the family (pure "
-        "Python), 'transformers' by the model transformers builds on the meta device; "
-        "'auto' (the default) takes the layout when the family has one",
-    )
+    _report_parser(commands)
+    add_train_parser(commands, add_chip_options, add_format_options)
     commands.add_parser(
         "configs", help="list the example configs shipped with the library"
     )
+    listing = commands.add_parser(
+        "chips", help="list the shipped chips and their figures"
+    )
+    listing.add_argument("--json", action="store_true", help="print them as JSON")
     fam = commands.add_parser(
         "families",
         help="list every model type transformers builds and the route taken for it",
     )
     fam.add_argument("--json", action="store_true", help="print the list as JSON")
+    for name in ("report", "train"):
+        commands.choices[name].add_argument(
+            "--route",
+            default="auto",
+            choices=ROUTES,
+            help="'layout' counts by the calculator's own layout of the family (pure "
+            "Python), 'transformers' by the model transformers builds on the meta "
+            "device; 'auto' (the default) takes the layout when the family has one",
+        )
     return parser
 
 
@@ -100,20 +253,104 @@ def _one_line(err: BaseException) -> str:
     return " ".join(str(err).split()) or type(err).__name__
 
 
-def _report(args: argparse.Namespace) -> str:
-    path = Path(args.config)
+def load_model(text: str, route: str = "auto") -> tuple[Model, list[str]]:
+    """The model a path or a shipped name describes, and its notes."""
+    path = Path(text)
     if not path.exists():
         try:
-            path = example_config_path(args.config)  # a shipped example by name
+            path = example_config_path(text)  # a shipped example by name
         except ValueError as err:
-            raise ValueError(f"no file {args.config!r}, and {err}") from None
-    model, notes = read_config(path, route=args.route)
-    result = report(model, args.accelerator, notes=notes)
+            raise ValueError(f"no file {text!r}, and {err}") from None
+    return read_config(path, route=route)
+
+
+def apply_formats(
+    model: Model, notes: list[str], weights: str | None, cache: str | None
+) -> Model:
+    """``model`` with the formats the flags name, each checked against its layout."""
+    if weights in ("bf16", "fp16"):
+        model = dataclasses.replace(model, bytes_per_number=2, weights=UNPACKED)
+        notes.append(f"--weights {weights}: every number cast to 2 bytes")
+    elif weights is not None:
+        model = dataclasses.replace(model, weights=WEIGHT_FORMATS[weights])
+        notes.append(f"--weights {weights}: {WEIGHT_FORMATS[weights].scheme}")
+    if cache is not None:
+        model = dataclasses.replace(model, cache=CACHE_FORMATS[cache])
+    for flag, value, check in (
+        ("--weights", weights, weight_bytes),
+        ("--kv-dtype", cache, cache_bytes_per_token),
+    ):
+        if value is not None:
+            try:
+                check(model)
+            except ValueError as err:
+                raise UsageError(
+                    f"argument {flag}: {value} cannot hold this model: {err}"
+                ) from None
+    return model
+
+
+def chip_of(args: argparse.Namespace):
+    """The chip the options name, at the efficiencies they give."""
+    acc = args.chip or args.accelerator or parse_accelerator("example")
+    return derated(acc, args.flops_efficiency, args.memory_efficiency)
+
+
+def _report(args: argparse.Namespace) -> str:
+    if (args.prompt is None) != (args.answer is None):
+        raise UsageError("arguments --prompt and --answer go together")
+    model, notes = load_model(args.config, args.route)
+    model = apply_formats(model, notes, args.weights, args.kv_dtype)
+    engine = Serving(args.gpu_memory_utilization, args.block_size)
+    kwargs: dict = {"engine": engine, "notes": notes}
+    if args.context:
+        kwargs["lengths"] = kwargs["batch_contexts"] = args.context
+    if args.batch:
+        kwargs["batches"] = args.batch
+    if args.prompt is not None:
+        kwargs["requests"] = [Request(args.prompt, args.answer)]
+    result = report(model, chip_of(args), **kwargs)
     return (
         json.dumps(result, indent=2, allow_nan=False)
         if args.json
         else format_report(result)
     )
+
+
+def _chips(as_json: bool) -> str:
+    rows = [
+        {
+            "key": c.key,
+            "name": c.name,
+            "bf16_flops_per_s": c.flops_per_s,
+            "fp8_flops_per_s": c.fp8_flops_per_s,
+            "bytes_per_s": c.bytes_per_s,
+            "memory_bytes": c.memory_bytes,
+            "interconnect": c.interconnect,
+            "interconnect_bytes_per_s": c.interconnect_bytes_per_s,
+            "source": c.source,
+            "note": c.note,
+        }
+        for c in chips()
+    ]
+    if as_json:
+        return json.dumps(rows, indent=2, allow_nan=False)
+    lines = []
+    for r in rows:
+        fp8 = (
+            "none"
+            if r["fp8_flops_per_s"] is None
+            else f"{r['fp8_flops_per_s'] / 1e12:,.4g}"
+        )
+        lines += [
+            f"{r['key']:<13} {r['name']}: bf16 {r['bf16_flops_per_s'] / 1e12:,.4g} "
+            f"TFLOP/s, fp8 {fp8} TFLOP/s, {r['bytes_per_s'] / 1e12:.4g} TB/s, "
+            f"{bytes_text(r['memory_bytes'])}, {r['interconnect']} "
+            f"{r['interconnect_bytes_per_s'] / 1e9:,.4g} GB/s",
+            f"{'':<13} {r['note']}",
+            f"{'':<13} {r['source']}",
+        ]
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     error."""
     try:
         args = _parser().parse_args(argv)
-    except _UsageError as err:
+    except UsageError as err:
         print(f"error: {_one_line(err)}", file=sys.stderr)
         return 2
     except SystemExit as done:  # --help prints and stops
@@ -132,8 +369,15 @@ def main(argv: list[str] | None = None) -> int:
             text = "\n".join(f"{path.stem:<16} {path}" for path in example_configs())
         elif args.command == "families":
             text = _families(args)
+        elif args.command == "chips":
+            text = _chips(args.json)
+        elif args.command == "train":
+            text = run_train(args, load_model, apply_formats, chip_of)
         else:
             text = _report(args)
+    except UsageError as err:
+        print(f"error: {_one_line(err)}", file=sys.stderr)
+        return 2
     except (OSError, ValueError, ArithmeticError, RecursionError, MemoryError) as err:
         print(f"error: {_one_line(err)}", file=sys.stderr)
         return 1

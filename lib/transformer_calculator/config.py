@@ -20,9 +20,10 @@ Refused, with one line naming the field:
 - a field (or, for a field the file leaves out, a class default) that changes a count in
   some family but is not read by this one (a window, an expert count, a key-value head
   count, a bias, ...), since the count could not follow it;
-- ``quantization_config`` (the weights are stored in another format than
-  ``torch_dtype``), ``per_layer_config`` (layers that differ field by field), and files
-  that are encoders or encoder-decoders (``model_type``, ``architectures``);
+- ``per_layer_config`` (layers that differ field by field), files that are encoders or
+  encoder-decoders (``model_type``, ``architectures``), and a ``quantization_config``
+  whose scheme or skipped modules the reader cannot follow (``quantization.py``: the
+  schemes it reads give the weights' format);
 - for a ``model_type`` neither the calculator nor ``transformers`` knows: anything
   beyond the plain Llama layout (two norms a layer, no biases, no position table, one
   dense feed-forward part) and a short list of fields that change no count. Such a file
@@ -31,8 +32,8 @@ Refused, with one line naming the field:
   means RMSNorm and ``layer_norm_eps`` LayerNorm.
 
 ``torch_dtype`` (or ``dtype``) must be float32 (4 bytes a number), float16 or bfloat16
-(2); without it the model counts as float32, which is what ``transformers`` builds then
-(noted).
+(2), int8 or float8 (1); without it the model counts as float32, which is what
+``transformers`` builds then (noted).
 """
 
 from __future__ import annotations
@@ -47,12 +48,15 @@ from .families import GENERIC, GPT2_NAMES, Family, Reader, family_for, short
 from .families.rules_layers import width_field
 from .layout import Layout
 from .model import Model
+from .quantization import weight_format
 from .refusals import language_model, refuse_global, refuse_kind, refuse_unread
+from .stored import weight_bytes
 
 __all__ = ["DTYPE_BYTES", "ROUTES", "model_from_config", "read_config",
            "example_configs", "example_config_path"]
 
-DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "int8": 1,
+               "float8_e4m3fn": 1, "float8_e5m2": 1}
 """Bytes a number takes for each ``torch_dtype`` the reader accepts."""
 
 MAX_FILE_BYTES = 10 * 2**20
@@ -95,6 +99,21 @@ def _bytes_per_number(cfg: dict, notes: list[str]) -> int:
             f"{sorted(DTYPE_BYTES)}"
         )
     return DTYPE_BYTES[value]
+
+
+def _quantized(model: Model, cfg: dict, notes: list[str]) -> Model:
+    """``model`` with its weights in the format its ``quantization_config`` names."""
+    qc = cfg.get("quantization_config")
+    if qc is None or qc == {}:
+        return model
+    fmt = weight_format(qc, model.bytes_per_number, model.layout)
+    notes.append(f"quantization_config: {fmt.describe()}")
+    quantized = dataclasses.replace(model, weights=fmt)
+    try:
+        weight_bytes(quantized)  # every packed matrix must fit the scheme's layout
+    except ValueError as err:
+        raise ValueError(f"config field quantization_config: {err}") from None
+    return quantized
 
 
 def _generic(cfg: dict, model_type: str | None, notes: list[str]) -> Family:
@@ -287,6 +306,7 @@ def _from_layout(cfg, name, family, model_type) -> tuple[Model, list[str]]:
     layout = family.build(r)
     bpn = _bytes_per_number(cfg, notes)
     model = Model(layout=layout, bytes_per_number=bpn, name=name)
+    model = _quantized(model, cfg, notes)
     s = model.summary()
     used = {
         "num_key_value_heads": s["kv_heads"],

@@ -2,9 +2,13 @@
 time.
 
 Each quantity is a sum over the model's real parts (``layout.py``), so an expert layer,
-a window or a running summary is always counted as what it is. Time is the book's
+a window or a running summary is always counted as what it is, and over its formats
+(``stored.py``): packed weights and a packed cache are counted at their own bytes, and
+turning them back into numbers adds its operations to every step. Time is the book's
 roofline (``transformer_arithmetic.timing.roofline_time``): a step takes the slower of
-its arithmetic and its reading, so a real chip is slower, never faster.
+its arithmetic and its reading, so a real chip is slower, never faster. On a chip with
+8-bit floating-point arithmetic, fp8 weights multiply at that rate; everything else
+runs at the 16-bit rate.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from transformer_arithmetic.checks import checked_whole
 from transformer_arithmetic.memory import memory_left
 from transformer_arithmetic.timing import roofline_time
 
+from . import stored
+from .chips import matrix_flops_per_s
 from .model import Model
 
 __all__ = [
@@ -32,11 +38,13 @@ __all__ = [
     "prefill_flops",
     "decode_bytes",
     "prefill_bytes",
+    "dequant_flops",
     "arithmetic_time",
     "reading_time",
     "decode_step_time",
     "throughput",
     "prefill_time",
+    "prefill_limits",
     "limited_by",
     "pairs_pass_weights_at",
 ]
@@ -54,8 +62,9 @@ def active_parameters(model: Model) -> int:
 
 
 def weight_bytes(model: Model) -> int:
-    """Bytes of all the weights (a few parts may be held in float32)."""
-    return model.layout.weight_bytes(model.bytes_per_number)
+    """Bytes of all the weights in the model's weight format (a few parts may be held in
+    float32)."""
+    return stored.weight_bytes(model)
 
 
 def weight_bytes_read(model: Model, tokens: int = 1) -> int:
@@ -64,17 +73,17 @@ def weight_bytes_read(model: Model, tokens: int = 1) -> int:
     expected to touch if each picks its experts at random (all of them in a large
     batch)."""
     tokens = checked_whole("tokens", tokens)
-    return model.layout.read_bytes(model.bytes_per_number, tokens)
+    return stored.read_bytes(model, tokens)
 
 
 def cache_bytes_per_token(model: Model) -> int:
     """Bytes of keys and values each of the first tokens adds (no window full yet)."""
-    return model.layout.cache_bytes_per_token(model.bytes_per_number)
+    return stored.cache_bytes_per_token(model)
 
 
 def cache_bytes_per_token_past_windows(model: Model) -> int:
     """Bytes each token adds once every window is full (only uncapped layers grow)."""
-    return model.layout.cache_bytes_per_token_past_windows(model.bytes_per_number)
+    return stored.cache_bytes_per_token_past_windows(model)
 
 
 def state_bytes(model: Model) -> int:
@@ -87,7 +96,7 @@ def cache_bytes(model: Model, tokens: int) -> int:
     """Bytes one conversation of ``tokens`` tokens holds: keys and values, each windowed
     layer its last ``window - 1`` only, plus any running-summary state."""
     tokens = checked_whole("tokens", tokens)
-    return model.layout.cache_bytes(model.bytes_per_number, tokens)
+    return stored.cache_bytes(model, tokens)
 
 
 def serving_bytes(model: Model, tokens: int, conversations: int = 1) -> int:
@@ -105,9 +114,7 @@ def longest_conversation(model: Model, acc: Accelerator) -> int | None:
     """Most tokens one conversation can hold in the memory left after the weights; None
     when its cache stops growing (every layer windowed or a running summary) and
     fits."""
-    return model.layout.longest_conversation(
-        model.bytes_per_number, _free_bytes(model, acc)
-    )
+    return stored.longest_conversation(model, _free_bytes(model, acc))
 
 
 def conversations_that_fit(model: Model, acc: Accelerator, tokens: int) -> int:
@@ -140,6 +147,30 @@ def prefill_flops(model: Model, tokens: int) -> int:
     return per_token * tokens + layout.prefill_pair_flops(tokens)
 
 
+def dequant_flops(model: Model, weight_tokens: int, cache_numbers: int) -> float:
+    """Operations a step spends turning packed numbers back into numbers: each packed
+    weight it reads once (a step carrying ``weight_tokens`` tokens), and each of the
+    ``cache_numbers`` cached numbers it reads or writes; 0 in the model's own format."""
+    weights = model.weights.dequant_ops * stored.packed_numbers_read(
+        model, weight_tokens
+    )
+    return weights + model.cache.dequant_ops * cache_numbers
+
+
+def _cache_numbers(model: Model, tokens: int) -> int:
+    """Numbers one conversation of ``tokens`` tokens keeps in its cache."""
+    return sum(b.cache_numbers_at(tokens) for b in model.layout.blocks)
+
+
+def _work(model: Model, acc: Accelerator, matrix: int, other: float) -> float:
+    """Operations at ``acc``'s 16-bit rate that take as long as ``matrix`` operations in
+    the weight matrices plus ``other`` operations elsewhere."""
+    rate = matrix_flops_per_s(acc, model.weights.fp8_compute)
+    if rate == acc.flops_per_s:
+        return matrix + other
+    return matrix * (acc.flops_per_s / rate) + other
+
+
 def decode_bytes(model: Model, context: int, batch: int = 1) -> int:
     """Bytes one decode step reads for ``batch`` conversations of ``context`` tokens:
     the weights the batch touches and each conversation's whole cache."""
@@ -147,18 +178,30 @@ def decode_bytes(model: Model, context: int, batch: int = 1) -> int:
     return weight_bytes_read(model, batch) + batch * cache_bytes(model, context)
 
 
-def prefill_bytes(model: Model, tokens: int) -> int:
-    """Bytes the pass over a ``tokens``-long prompt reads and writes: the weights its
-    tokens touch, and the cache it writes."""
-    return weight_bytes_read(model, tokens) + cache_bytes(model, tokens)
+def prefill_bytes(model: Model, tokens: int, batch: int = 1) -> int:
+    """Bytes the pass over ``batch`` prompts of ``tokens`` each reads and writes: the
+    weights their tokens touch, and the caches it writes."""
+    batch = checked_whole("batch", batch, minimum=1)
+    return weight_bytes_read(model, batch * tokens) + batch * cache_bytes(model, tokens)
+
+
+def _decode_work(model: Model, acc: Accelerator, context: int, batch: int) -> float:
+    """A decode step's operations, at ``acc``'s 16-bit rate (see ``_work``)."""
+    batch = checked_whole("batch", batch, minimum=1)
+    context = checked_whole("context", context)
+    layout = model.layout
+    matrix = batch * 2 * layout.active_parameters
+    other = batch * (layout.decode_pair_flops(context) + layout.state_flops)
+    other += dequant_flops(model, batch, batch * _cache_numbers(model, context))
+    return _work(model, acc, matrix, other)
 
 
 def arithmetic_time(
     model: Model, acc: Accelerator, context: int, batch: int = 1
 ) -> float:
-    """Seconds the arithmetic of one decode step takes for ``batch`` conversations."""
-    batch = checked_whole("batch", batch, minimum=1)
-    return batch * decode_flops(model, context) / acc.flops_per_s
+    """Seconds the arithmetic of one decode step takes for ``batch`` conversations,
+    turning packed weights and cache back into numbers included."""
+    return _decode_work(model, acc, context, batch) / acc.flops_per_s
 
 
 def reading_time(model: Model, acc: Accelerator, context: int, batch: int = 1) -> float:
@@ -171,8 +214,7 @@ def decode_step_time(
 ) -> float:
     """Seconds for one decode step, one new token for each of ``batch`` conversations:
     also each conversation's own wait for its next token."""
-    batch = checked_whole("batch", batch, minimum=1)
-    flops = batch * decode_flops(model, context)
+    flops = _decode_work(model, acc, context, batch)
     return roofline_time(flops, decode_bytes(model, context, batch), acc)
 
 
@@ -181,11 +223,28 @@ def throughput(model: Model, acc: Accelerator, context: int, batch: int = 1) -> 
     return batch / decode_step_time(model, acc, context, batch)
 
 
-def prefill_time(model: Model, acc: Accelerator, tokens: int) -> float:
-    """Seconds to read a prompt of ``tokens`` in one pass."""
-    return roofline_time(
-        prefill_flops(model, tokens), prefill_bytes(model, tokens), acc
-    )
+def _prefill_work(model: Model, acc: Accelerator, tokens: int, batch: int) -> float:
+    """The prompt pass's operations, at ``acc``'s 16-bit rate (see ``_work``)."""
+    batch = checked_whole("batch", batch, minimum=1)
+    matrix = batch * tokens * 2 * model.layout.active_parameters
+    other = batch * prefill_flops(model, tokens) - matrix
+    other += dequant_flops(model, batch * tokens, batch * _cache_numbers(model, tokens))
+    return _work(model, acc, matrix, other)
+
+
+def prefill_limits(
+    model: Model, acc: Accelerator, tokens: int, batch: int = 1
+) -> tuple[float, float]:
+    """Seconds the pass over ``batch`` prompts of ``tokens`` each needs for its
+    arithmetic and for its reading, in that order."""
+    arithmetic = _prefill_work(model, acc, tokens, batch) / acc.flops_per_s
+    return arithmetic, prefill_bytes(model, tokens, batch) / acc.bytes_per_s
+
+
+def prefill_time(model: Model, acc: Accelerator, tokens: int, batch: int = 1) -> float:
+    """Seconds to read ``batch`` prompts of ``tokens`` each in one pass."""
+    flops = _prefill_work(model, acc, tokens, batch)
+    return roofline_time(flops, prefill_bytes(model, tokens, batch), acc)
 
 
 def limited_by(model: Model, acc: Accelerator, context: int, batch: int = 1) -> str:

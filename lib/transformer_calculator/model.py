@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from .context import ContextLimit
 from .feedforward import Experts, FeedForward
+from .formats import CACHE_AS_MODEL, UNPACKED, CacheFormat, WeightFormat
 from .layout import Layout
 from .measured import MeasuredMixer
 from .mixers import Attention, LatentAttention
@@ -17,16 +18,20 @@ __all__ = ["Model"]
 @dataclass(frozen=True)
 class Model:
     """A published decoder: every part (``layout``), held at ``bytes_per_number`` bytes
-    a number, under a ``name``; ``route`` says how it was counted: ``"layout"`` from
-    the calculator's own layout of its family, ``"transformers"`` from the model
-    ``transformers`` builds on the meta device (``meta_route.py``); ``context``: the
-    longest sequence it was built for, when its config states one."""
+    a number, under a ``name``; its matrices stored in the ``weights`` format and its
+    key-value cache in the ``cache`` format (by default both as the model's numbers);
+    ``route`` says how it was counted: ``"layout"`` from the calculator's own layout of
+    its family, ``"transformers"`` from the model ``transformers`` builds on the meta
+    device (``meta_route.py``); ``context``: the longest sequence it was built for,
+    when its config states one."""
 
     layout: Layout
     bytes_per_number: int
     name: str = field(default="model", compare=False)
     route: str = field(default="layout", compare=False)
     context: ContextLimit | None = field(default=None, compare=False)
+    weights: WeightFormat = UNPACKED
+    cache: CacheFormat = CACHE_AS_MODEL
 
     def __post_init__(self) -> None:
         if self.route not in ("layout", "transformers"):

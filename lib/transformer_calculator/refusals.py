@@ -160,13 +160,6 @@ def _refuse_unread_defaults(
 
 def refuse_global(cfg: dict) -> None:
     for key, why in (
-        (
-            "quantization_config",
-            "the weights are stored in another format than torch_dtype, "
-            "and this calculator counts bytes at torch_dtype only (remove "
-            "the field to count the "
-            "model unquantised)",
-        ),
         ("per_layer_config", "layers that differ field by field are not covered"),
     ):
         if not _neutral(cfg.get(key)):

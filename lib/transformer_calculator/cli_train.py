@@ -1,0 +1,288 @@
+"""The ``train`` command: one training step's memory by part and its time, for full
+training or LoRA / QLoRA fine-tuning, under ZeRO over several devices
+(``training.py``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from .activations import RECOMPUTE
+from .matrices import matrices
+from .report_text import bytes_text, seconds_text, table
+from .training import (
+    ALL_LINEAR,
+    LORA_TARGETS,
+    OPTIMIZERS,
+    Lora,
+    Training,
+    train_figures,
+)
+
+__all__ = [
+    "UsageError",
+    "add_train_parser",
+    "run_train",
+    "train_report",
+    "format_train",
+]
+
+MAX_TRAINING_TOKENS = 10**16
+"""Most training tokens ``--tokens`` takes (published runs use about 10^13)."""
+
+
+class UsageError(Exception):
+    """A bad command line: reported in one line with exit code 2."""
+
+
+def _whole(low: int, high: int):
+    def parse(text: str) -> int:
+        clean = text.strip().replace("_", "")
+        try:
+            value = int(clean)
+        except ValueError:
+            try:
+                number = float(clean)
+            except ValueError:
+                number = math.nan
+            if not math.isfinite(number) or number != int(number):
+                raise argparse.ArgumentTypeError(
+                    f"must be a whole number, got {text!r}"
+                ) from None
+            value = int(number)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"must lie between {low:,} and {high:,}, got {text!r}"
+            )
+        return value
+
+    parse.__name__ = "whole number"
+    return parse
+
+
+def _targets(text: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(p.strip() for p in text.split(",")))
+    if names == ("all-linear",):
+        return ALL_LINEAR
+    unknown = [n for n in names if n not in LORA_TARGETS]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"must be all-linear or among {', '.join(LORA_TARGETS)}, got {text!r}"
+        )
+    return names
+
+
+def add_train_parser(commands, add_chip_options, add_format_options) -> None:
+    """The ``train`` subcommand and its options."""
+    p = commands.add_parser(
+        "train",
+        help="print one training step's memory and time for one config.json",
+        description="Memory by part (weights, gradients, optimizer states, master "
+        "weights, activations, logits) and time of one training step, for full "
+        "training or LoRA / QLoRA, under ZeRO stages 0 to 3.",
+    )
+    p.add_argument("config", help="path to a config.json or a shipped example's name")
+    add_chip_options(p)
+    add_format_options(p)
+    p.add_argument(
+        "--batch",
+        type=_whole(1, 10**6),
+        default=1,
+        metavar="B",
+        help="sequences on each device in one step (default 1)",
+    )
+    p.add_argument(
+        "--seq-len",
+        type=_whole(1, 10**8),
+        default=2048,
+        metavar="N",
+        help="tokens a sequence (default 2048)",
+    )
+    p.add_argument(
+        "--optimizer",
+        choices=list(OPTIMIZERS),
+        default="adamw",
+        help="adamw (default), adam8bit or sgd (with momentum)",
+    )
+    p.add_argument(
+        "--recompute",
+        choices=list(RECOMPUTE),
+        default="selective",
+        help="activations recomputed in the backward pass: none, selective "
+        "(attention's grid, the default) or full (all but each layer's "
+        "input)",
+    )
+    p.add_argument(
+        "--zero-stage",
+        type=_whole(0, 3),
+        default=0,
+        metavar="0-3",
+        help="ZeRO stage (default 0)",
+    )
+    p.add_argument(
+        "--devices",
+        "--dp-size",
+        dest="devices",
+        type=_whole(1, 10**7),
+        default=1,
+        metavar="D",
+        help="data-parallel devices (default 1)",
+    )
+    p.add_argument(
+        "--fp32-gradients",
+        action="store_true",
+        help="also keep a float32 copy of the gradients (as DeepSpeed does)",
+    )
+    p.add_argument(
+        "--lora-rank",
+        type=_whole(1, 1 << 16),
+        metavar="R",
+        help="train LoRA adapters of rank R instead of every weight",
+    )
+    p.add_argument(
+        "--lora-targets",
+        type=_targets,
+        default=None,
+        metavar="NAMES",
+        help="modules LoRA adapts: all-linear (the default: every linear layer but "
+        "the head, the routers and the experts) or a comma list of "
+        f"{', '.join(LORA_TARGETS)}",
+    )
+    p.add_argument(
+        "--tokens",
+        type=_whole(1, MAX_TRAINING_TOKENS),
+        default=10**9,
+        metavar="N",
+        help="training tokens for the time and chip-hours (default 1e9)",
+    )
+    p.add_argument("--json", action="store_true", help="print the numbers as JSON")
+
+
+def train_report(model, acc, t: Training, tokens: int, notes: list[str]) -> dict:
+    """The train command's numbers as one JSON-ready dictionary."""
+    figures = train_figures(model, acc, t, tokens)
+    lora = {"rank": t.lora.rank, "targets": list(t.lora.targets)} if t.lora else None
+    result = {
+        "model": model.summary(),
+        "weights_format": model.weights.describe(),
+        "accelerator": {
+            "name": acc.name,
+            "flops_per_s": float(acc.flops_per_s),
+            "bytes_per_s": float(acc.bytes_per_s),
+            "memory_bytes": int(acc.memory_bytes),
+            "flops_efficiency": acc.flops_efficiency,
+            "memory_efficiency": acc.memory_efficiency,
+        },
+        "training": {
+            "batch": t.batch,
+            "seq_len": t.seq_len,
+            "optimizer": t.optimizer,
+            "recompute": t.recompute,
+            "zero_stage": t.zero_stage,
+            "devices": t.devices,
+            "fp32_gradients": t.fp32_gradients,
+            "lora": lora,
+            "tokens": tokens,
+        },
+        **figures,
+        "assumptions": notes + _assumptions(t),
+    }
+    for key, value in result["memory"].items():
+        if not math.isfinite(value):
+            raise ValueError(f"memory part {key} is not a finite number")
+    return result
+
+
+def _assumptions(t: Training) -> list[str]:
+    out = [
+        "memory per device; ZeRO splits the optimizer states and master copy (stage "
+        "1), the gradients (stage 2) and the weights (stage 3) across the devices",
+        "activations after Korthikanti et al. (2022), in the model's format, without "
+        "dropout and without the small per-token statistics of normalisations",
+        "time: the slower of the arithmetic (forward 2 operations a weight a token, "
+        "backward 2 for the inputs' gradients and 2 for each trainable weight's, "
+        "attention's pairs 3 times, recomputation's forward again) and the bytes a "
+        "step reads; communication between devices is not counted",
+        "model-flops utilisation: the work without recomputation, over the step's time "
+        "and the chip's peak",
+    ]
+    if t.lora:
+        out.append(
+            "LoRA: the base is frozen (no gradients, no optimizer states) in its own "
+            "format; the adapters are trained in the model's format"
+        )
+    return out
+
+
+def run_train(args, load_model, apply_formats, chip_of) -> str:
+    """Run the train command: its table or its JSON."""
+    if args.lora_targets is not None and args.lora_rank is None:
+        raise UsageError("argument --lora-targets needs --lora-rank")
+    model, notes = load_model(args.config, args.route)
+    model = apply_formats(model, notes, args.weights, None)
+    lora = None
+    if args.lora_rank:
+        names = {m.name for m in matrices(model.layout)} | (
+            {"experts"} if model.layout.has_experts else set()
+        )
+        targets = tuple(n for n in args.lora_targets or ALL_LINEAR if n in names)
+        if not targets:
+            raise UsageError("argument --lora-targets: this model has no such matrix")
+        lora = Lora(args.lora_rank, targets)
+    t = Training(
+        batch=args.batch,
+        seq_len=args.seq_len,
+        optimizer=args.optimizer,
+        recompute=args.recompute,
+        zero_stage=args.zero_stage,
+        devices=args.devices,
+        fp32_gradients=args.fp32_gradients,
+        lora=lora,
+    )
+    result = train_report(model, chip_of(args), t, args.tokens, notes)
+    return (
+        json.dumps(result, indent=2, allow_nan=False)
+        if args.json
+        else format_train(result)
+    )
+
+
+def format_train(r: dict) -> str:
+    """The train command's dictionary as a readable table."""
+    t, a, m = r["training"], r["accelerator"], r["model"]
+    what = (
+        f"LoRA of rank {t['lora']['rank']} on {', '.join(t['lora']['targets'])}"
+        if t["lora"]
+        else "every weight"
+    )
+    lines = [
+        f"Model {m['name']}: {m['layers']} layers, width {m['width']:,}; training "
+        f"{what}",
+        f"  weights: {r['weights_format']}",
+        f"  trainable numbers: {r['trainable_parameters']:,}",
+        f"Accelerator {a['name']}, at {a['flops_efficiency']:.0%} of peak arithmetic "
+        f"and {a['memory_efficiency']:.0%} of peak bandwidth",
+        f"Step: {t['batch']:,} sequence(s) of {t['seq_len']:,} tokens a device, "
+        f"{t['optimizer']}, {t['recompute']} recomputation, ZeRO stage "
+        f"{t['zero_stage']} over {t['devices']:,} device(s)",
+        "",
+        "Memory of one device by part",
+    ]
+    rows = [[k, bytes_text(v)] for k, v in r["memory"].items() if v]
+    rows.append(["total", bytes_text(r["memory_bytes"])])
+    lines += table(["part", "bytes"], rows)
+    fit = "fits" if r["fits"] else "does not fit"
+    lines += [
+        f"  {fit} in the chip's {bytes_text(a['memory_bytes'])}",
+        "",
+        f"Step time                   {seconds_text(r['step_seconds'])}",
+        f"Tokens a second (all)       {r['tokens_per_s']:,.0f}",
+        f"Model-flops utilisation     {r['model_flops_utilisation']:.1%}",
+        f"{t['tokens']:,} training tokens: {r['training_seconds'] / 86400:,.2f} days, "
+        f"{r['chip_hours']:,.0f} chip-hours",
+        "",
+        "Assumptions",
+    ]
+    lines += [f"  - {note}" for note in r["assumptions"]]
+    return "\n".join(lines)
