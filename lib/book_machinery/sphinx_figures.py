@@ -13,17 +13,26 @@
    ``register_plugin`` (its documented way to add a plugin at run time) turns every
    later lookup into a dictionary hit.
 
+4. A figure is at least as wide on a narrow screen as its smallest letters need
+   (``myst_plugin.phone_width``): after the build, one CSS rule for each width the pages
+   use is written to ``_static/book-figures.css``, and the figure's caption says it
+   scrolls sideways where the screen is narrower than that.
+
 A figure's code cell is tagged ``remove-output``, so the picture appears once on the
 page, where ``{glue:figure}`` places it with its caption.
 """
 
 from __future__ import annotations
 
+import re
 from importlib.metadata import entry_points
+from pathlib import Path
 
 from sphinx.errors import ExtensionError
 
 PLUGIN = ("myst_nb.mime_renderers", "book-alt-text")
+FIGURE_CSS = "book-figures.css"
+SCROLL_HINT = "Scroll the figure sideways, or tap it to open it full size."
 
 
 def _drop_duplicate_scripts(app, pagename, templatename, context, doctree):
@@ -58,6 +67,36 @@ def _register_bibtex_backend() -> None:
     )
 
 
+def figure_rules(widths: set[int]) -> str:
+    """The CSS for the narrow-screen classes ``book-phone-<N>`` used on the pages:
+    at least ``N`` pixels wide on screen, and a hint above the caption wherever the
+    figure's box is narrower than that (it then scrolls)."""
+    lines = ["/* Written by book_machinery.sphinx_figures: one rule per figure width. */",
+             "@media screen {"]
+    for n in sorted(widths):
+        lines.append(f"  img.book-phone-{n} {{ min-width: {n}px; }}")
+        lines.append(
+            f"  @container book-figure (max-width: {n - 0.02}px) {{ "
+            f"figure:has(img.book-phone-{n}) > figcaption::before {{ "
+            f"content: {SCROLL_HINT!r}; }} }}"
+        )
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _write_figure_rules(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    out = Path(app.outdir)
+    widths = {
+        int(n)
+        for page in out.rglob("*.html")
+        for n in re.findall(r"book-phone-(\d+)", page.read_text(encoding="utf-8"))
+    }
+    (out / "_static").mkdir(exist_ok=True)
+    (out / "_static" / FIGURE_CSS).write_text(figure_rules(widths), encoding="utf-8")
+
+
 def setup(app):
     _register_bibtex_backend()
     group, name = PLUGIN
@@ -70,4 +109,6 @@ def setup(app):
     app.connect(
         "html-page-context", _drop_duplicate_scripts, priority=999
     )  # after the themes
+    app.add_css_file(FIGURE_CSS)
+    app.connect("build-finished", _write_figure_rules)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,13 +1,36 @@
-"""How a figure reaches a page: its layout checked, its PNG encoded deterministically,
-and glued with its alt text for ``{glue:figure}``."""
+"""How a figure reaches a page: its layout checked, drawn as SVG with deterministic
+bytes (dense grids of cells embedded as a sharp raster inside it), and glued with its
+alt text for ``{glue:figure}``."""
 
 from __future__ import annotations
 
 import io
+import re
 
+import matplotlib
 import matplotlib.pyplot as plt
+from matplotlib.collections import Collection
 
-__all__ = ["check_layout", "png_bytes", "BookFigure", "show"]
+__all__ = ["check_layout", "svg_text", "smallest_font", "BookFigure",
+           "svg_width", "show", "SVG_SETTINGS", "DENSE_CELLS", "RASTER_DPI"]
+
+SVG_SETTINGS = {
+    "svg.hashsalt": "the-arithmetic-of-transformers",  # ids fixed, not random
+    "svg.fonttype": "path",  # glyphs as outlines: the same letters in every browser
+    "svg.image_inline": True,
+}
+"""matplotlib settings for the book's SVG: with these and no ``Date`` or ``Creator`` in
+the metadata, the same figure gives the same bytes on every run."""
+
+DENSE_CELLS = 600
+"""A collection of more shapes than this (a grid of many cells) is embedded in the SVG
+as a raster at ``RASTER_DPI``: thousands of vector rectangles would make a page heavy
+and slow to draw, while its labels, axes and text stay vector."""
+
+RASTER_DPI = 300
+"""Dots per inch of the raster parts inside an SVG: twice what a screen needs at full
+width, enough for print."""
+
 
 def check_layout(fig, tolerance: float = 1.0, draw: bool = True) -> None:
     """Raise ValueError if a label drawn on an axes (``ax.text`` / ``ax.annotate``)
@@ -47,48 +70,89 @@ def check_layout(fig, tolerance: float = 1.0, draw: bool = True) -> None:
                     )
 
 
-def png_bytes(fig, draw: bool = True) -> bytes:
-    """The figure as PNG bytes (no software stamp), identical on every run with the same
-    library versions. ``draw=False`` encodes the canvas as it was last drawn, so a
-    figure that was just checked is not drawn twice."""
-    from PIL import Image
+def _rasterize_dense(fig) -> None:
+    """Mark every collection of more than ``DENSE_CELLS`` shapes to be embedded as a
+    raster (see ``DENSE_CELLS``)."""
+    for ax in fig.axes:
+        for artist in ax.get_children():
+            if isinstance(artist, Collection) and len(artist.get_paths()) > DENSE_CELLS:
+                artist.set_rasterized(True)
 
-    if draw:
-        fig.canvas.draw()
-    width, height = fig.canvas.get_width_height(physical=True)
-    image = Image.frombuffer(
-        "RGBA", (width, height), bytes(fig.canvas.buffer_rgba()), "raw", "RGBA", 0, 1
-    )
+
+def svg_text(fig) -> str:
+    """The figure as SVG text, cropped to what is drawn (blank margins cost a phone
+    reader a sideways scroll): lines and letters as vector outlines, dense collections
+    as a ``RASTER_DPI`` raster inside, byte-identical on every run (``SVG_SETTINGS``, no
+    date, no software stamp)."""
+    _rasterize_dense(fig)
     buf = io.BytesIO()
-    image.save(buf, format="png", dpi=(fig.dpi, fig.dpi))
-    return buf.getvalue()
+    with matplotlib.rc_context(SVG_SETTINGS):
+        fig.savefig(
+            buf,
+            format="svg",
+            dpi=RASTER_DPI,
+            bbox_inches="tight",
+            pad_inches=0.04,
+            metadata={"Date": None, "Creator": None},
+        )
+    return buf.getvalue().decode("utf-8")
+
+
+def svg_width(svg: str) -> float:
+    """The width in points an SVG written by ``svg_text`` declares."""
+    found = re.search(r'<svg[^>]*\swidth="([0-9.]+)pt"', svg)
+    if found is None:
+        raise ValueError("the SVG declares no width in points")
+    return float(found.group(1))
+
+
+def smallest_font(fig) -> float:
+    """The size in points of the smallest visible text in the figure (titles, labels,
+    ticks, legends, annotations): what decides whether it can be read on a phone."""
+    renderer = fig.canvas.get_renderer()
+    sizes = [
+        t.get_fontsize()
+        for t in fig.findobj(matplotlib.text.Text)
+        if t.get_visible()
+        and t.get_text().strip()
+        and t.get_window_extent(renderer).width > 0
+    ]
+    return float(min(sizes)) if sizes else float(matplotlib.rcParams["font.size"])
 
 
 class BookFigure:
-    """A rendered figure and its alt text, displayed as PNG (the alt travels in the
-    output's metadata)."""
+    """A rendered figure and its alt text, displayed as SVG (the alt text, the width in
+    points and the smallest font travel in the output's metadata)."""
 
-    def __init__(self, png: bytes, alt: str) -> None:
+    def __init__(self, svg: str, alt: str, width_pt: float, smallest_pt: float) -> None:
         if not alt or not alt.strip():
             raise ValueError("every figure needs alt text that says what it shows")
-        self.png, self.alt = png, " ".join(alt.split())
+        if not svg.lstrip().startswith("<?xml") or "<svg" not in svg:
+            raise ValueError("BookFigure needs the SVG text of a figure")
+        self.svg, self.alt = svg, " ".join(alt.split())
+        self.width_pt, self.smallest_pt = round(width_pt, 2), round(smallest_pt, 2)
 
-    def _repr_png_(self):
-        return self.png, {"alt": self.alt}
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """Only the SVG (and the text below), with the figure's facts as metadata."""
+        data = {"image/svg+xml": self.svg, "text/plain": repr(self)}
+        meta = {"alt": self.alt, "width_pt": self.width_pt,
+                "smallest_font_pt": self.smallest_pt}
+        return data, {"image/svg+xml": meta}
 
     def __repr__(self) -> str:
         return f"Figure: {self.alt}"
 
 
 def show(fig, key: str, alt: str) -> None:
-    """Check the layout of ``fig``, render it, close it, and glue it under ``key``
-    (shown in the notebook, placed on the page by ``{glue:figure}``; tag the cell
-    ``remove-output``)."""
+    """Check the layout of ``fig``, render it as SVG, close it, and glue it under
+    ``key`` (shown in the notebook, placed on the page by ``{glue:figure}``; tag the
+    cell ``remove-output``)."""
     from ..prose import glue
 
-    # once: the check and the picture share this drawing
     fig.canvas.draw()
     check_layout(fig, draw=False)
-    figure = BookFigure(png_bytes(fig, draw=False), alt)
+    smallest = smallest_font(fig)
+    svg = svg_text(fig)
+    figure = BookFigure(svg, alt, svg_width(svg), smallest)
     plt.close(fig)
     glue(key, figure, display=True)

@@ -58,7 +58,7 @@ PALETTE: dict[str, str] = {
 
 STYLE = {
     "figure.figsize": (7.0, 3.6),
-    "figure.dpi": 150,  # drawn once, at the resolution the page shows
+    "figure.dpi": 150,  # the canvas the layout check draws on (the page gets SVG)
     "savefig.dpi": 150,
     "font.size": 10.5,
     "axes.titlesize": 11,
