@@ -1,4 +1,4 @@
-"""Sphinx glue for the book's pages, through documented hooks only.
+"""Sphinx glue for the book's figures and scripts, through documented hooks only.
 
 1. Figures carry their alt text in the notebook output's metadata (see
    ``book_machinery.figures.show``). myst-nb reads only width and height from there, so
@@ -7,13 +7,7 @@
    image. This extension stops the build at once if that plugin is not installed.
 2. Jupyter Book 1.x adds sphinx-thebe's inline settings script twice and the second copy
    throws a console error; the ``html-page-context`` event drops repeated scripts.
-3. sphinxcontrib-bibtex asks pybtex for its plain-text backend once per citation, and
-   pybtex looks it up among the installed packages' entry points every time (a second or
-   more per hundred citations). Registering the same class once with pybtex's
-   ``register_plugin`` (its documented way to add a plugin at run time) turns every
-   later lookup into a dictionary hit.
-
-4. A figure is at least as wide on a narrow screen as its smallest letters need
+3. A figure is at least as wide on a narrow screen as its smallest letters need
    (``myst_plugin.phone_width``): after the build, one CSS rule for each width the pages
    use is written to ``_static/book-figures.css``, and the figure's caption says it
    scrolls sideways where the screen is narrower than that.
@@ -56,17 +50,6 @@ def _drop_duplicate_scripts(app, pagename, templatename, context, doctree):
     context["script_files"] = unique
 
 
-def _register_bibtex_backend() -> None:
-    from pybtex.plugin import find_plugin, register_plugin
-
-    register_plugin(
-        "pybtex.backends",
-        "plaintext",
-        find_plugin("pybtex.backends", "plaintext"),
-        force=True,
-    )
-
-
 def figure_rules(widths: set[int]) -> str:
     """The CSS for the narrow-screen classes ``book-phone-<N>`` used on the pages:
     at least ``N`` pixels wide on screen, and a hint above the caption wherever the
@@ -98,7 +81,6 @@ def _write_figure_rules(app, exception):
 
 
 def setup(app):
-    _register_bibtex_backend()
     group, name = PLUGIN
     if name not in entry_points(group=group).names:
         raise ExtensionError(
