@@ -12,7 +12,8 @@
     const found = (w) => lower.indexOf(w) > -1 ? lower.indexOf(w) : lower.indexOf(w.slice(0, Math.max(4, w.length - 2)));
     const at = words.map(found).filter((i) => i > -1).sort((a, b) => a - b)[0];
     if (at === undefined) return null;
-    const start = Math.max(0, at - 100);
+    let start = Math.max(0, at - 100);
+    if (start) start = text.indexOf(" ", start) + 1 || start;  // from a word's start
     return (start ? "..." : "") + text.substr(start, 240).trim() + (start + 240 < text.length ? "..." : "");
   };
 
