@@ -247,7 +247,8 @@ def _header_links(app, pagename, templatename, context, doctree):
              "tooltip": "The whole book's source: make book, make test",
              "label": "download-archive-button"},
             {"type": "link",
-             "url": pathto(app.config.root_doc) + "#run-the-code",
+             "url": (pathto(app.config.root_doc) if pagename != app.config.root_doc
+                     else "") + "#run-the-code",
              "text": "how to run it", "icon": "fas fa-terminal",
              "tooltip": "The two commands that run the code",
              "label": "download-howto-button"},
