@@ -5,10 +5,10 @@
     python -m book_machinery.figure_files NOTEBOOK.ipynb --width 390   # as on a phone
 
 Each figure is written as DIR/<notebook>__<glue key>.svg (as the site serves it) and
-DIR/<notebook>__<glue key>.png, the SVG drawn by Debian's Chromium at the width it has on
-the site (its own width, or with ``--width`` the width a screen that many pixels wide
-gives it, the narrow-screen minimum included) at twice the pixels. DIR defaults to
-.cache/figures. Without Chromium only the SVG files are written.
+DIR/<notebook>__<glue key>.png, the SVG drawn by Debian's Chromium at the width it has
+on the site (its own width, or with ``--width`` the width a screen that many pixels
+wide gives it, the narrow-screen minimum included) at twice the pixels. DIR defaults
+to .cache/figures. Without Chromium only the SVG files are written.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ def command(extra: list[str], folder: Path = ROOT / "book" / "chapters") -> list
             f"--ServerApp.root_dir={folder}",
             f"--NotebookNotary.db_file={STATE / 'nbsignatures.db'}",
             f"--NotebookNotary.secret_file={STATE / 'notebook_secret'}",
-            # jupyter-lsp would ask npm where its global packages are (npm logs to ~/.npm)
+            # jupyter-lsp would ask npm where its global packages are (logs in ~/.npm)
             "--LanguageServerManager.autodetect=False", *extra]
 
 

@@ -54,8 +54,11 @@ def write_conf(source: Path, folder: Path) -> Path:
         if isinstance(value, str) and value and not Path(value).is_absolute():
             config[key] = str(source / value)
         elif isinstance(value, list):
-            config[key] = [str(source / v) if isinstance(v, str) and not Path(v).is_absolute()
-                           else v for v in value]
+            config[key] = [
+                str(source / v) if isinstance(v, str) and not Path(v).is_absolute()
+                else v
+                for v in value
+            ]
     folder.mkdir(parents=True, exist_ok=True)
     lines = ["# Written by book_machinery.preview from _config.yml: do not edit."]
     lines += [f"{key} = {config[key]!r}" for key in sorted(config)]
@@ -127,7 +130,8 @@ def main(argv: list[str]) -> int:
     try:  # uvicorn returns on Ctrl-C or SIGTERM; the kept kernel is stopped with it
         autobuild([
             str(source), str(build / "html"), "-c", str(conf.parent),
-            "-d", str(build / ".doctrees"), "--host", args.host, "--port", str(args.port),
+            "-d", str(build / ".doctrees"),
+            "--host", args.host, "--port", str(args.port),
             *[arg for path in ignored for arg in ("--ignore", path)],
         ])
     finally:

@@ -7,8 +7,8 @@ every entry, and back-links from each entry to the sections that cite it.
    documented ``register_plugin``, a label style (``book_author_year``) that renders
    each entry's label with the very template the ``author_year`` reference style cites
    it with, and a formatting style (``book``: pybtex's ``plain`` with that label style,
-   sorted by label so that a reader finds "[Kwon et al., 2023]" where it would be). Two entries that would get the same label stop the
-   build with a warning naming both.
+   sorted by label so that a reader finds "[Kwon et al., 2023]" where it would be). Two
+   entries that would get the same label stop the build with a warning naming both.
 2. **Links.** ``book`` prints an ``eprint`` as an arXiv link, a ``doi`` as a doi.org
    link and a ``url`` as itself, and warns about an entry that has none of the three.
 3. **Back-links.** sphinxcontrib-bibtex links an entry back only to citations in the
@@ -148,7 +148,8 @@ class CitedIn(SphinxPostTransform):
         for ref in domain.citation_refs:
             for target in ref.targets:
                 places.setdefault(target.key, []).append(ref)
-        order = {doc: i for i, doc in enumerate(_walk(self.env, self.env.config.root_doc))}
+        contents = _walk(self.env, self.env.config.root_doc)
+        order = {doc: i for i, doc in enumerate(contents)}
         for citation, bib in entries:
             node = bib.citation_nodes[citation.key]
             refs = sorted(places.get(citation.key, []),  # stable: the text's own order

@@ -1,23 +1,24 @@
 """The code one download away: the site ships the book's source and its library, and
 every page says how to run them. A Sphinx extension, through documented hooks only.
 
-1. **Two files in ``_downloads/``**, made when the HTML build finishes (again only when a
-   file they hold has changed since): the library as a wheel, built by pip from a copy of
-   ``pyproject.toml`` and ``lib/`` (so no ``build/`` folder is left in the repository),
-   and the book's whole source as ``<title>-source.tar.gz`` (every file ``.gitignore``
+1. **Two files in ``_downloads/``**, made when the HTML build finishes (again only when
+   a file they hold has changed since): the library as a wheel, built by pip from a copy
+   of ``pyproject.toml`` and ``lib/`` (so no ``build/`` folder is left behind), and the
+   book's whole source as ``<title>-source.tar.gz`` (every file ``.gitignore``
    does not leave out, under one folder, so ``make book`` and ``make test`` run in it).
 2. **Every page's header** offers them: the theme's download menu gets "The library
-   (.whl)", "The book's source (.tar.gz)" and "How to run the code" beside the page's own
-   notebook (its ``.ipynb``).
-3. **Each downloadable notebook** (the copies in ``_sources/``, never the sources) starts
+   (.whl)", "The book's source (.tar.gz)" and "How to run the code" beside the section's
+   own notebook (its ``.ipynb``).
+3. **Each downloadable notebook** (the copies in ``_sources/``, never the sources) opens
    with a cell that says how to install the library and open it. Written at build time
    so that the text always names the wheel this build ships, and the book's own
    notebooks stay free of set-up that is not the section's.
-4. **The directive** ``{book-downloads}`` (on the landing page) links both files with
-   their sizes and gives the two commands for a section and for the whole book;
-   ``static/book-downloads.js`` (added to the pages that use the directive) turns the wheel's name in the first command into
-   its full address, so pip fetches it from wherever the site is served (file:// too)
-   and the notebook is the one download a section needs.
+4. **The directive** ``{book-downloads}`` (on the landing page) links both files and
+   gives the two commands for a section and for the whole book;
+   ``static/book-downloads.js`` (added to the pages that use the directive) turns the
+   wheel's name in the first command into its full address, so pip fetches it from
+   wherever the site is served (file:// too) and the notebook is the one download a
+   section needs.
 """
 
 from __future__ import annotations
@@ -127,7 +128,8 @@ def write_archive(target: Path, folder: str, root: Path = ROOT) -> None:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for path in files:
-            info = tar.gettarinfo(str(path), f"{folder}/{path.relative_to(root).as_posix()}")
+            name = f"{folder}/{path.relative_to(root).as_posix()}"
+            info = tar.gettarinfo(str(path), name)
             info.uid = info.gid = 0
             info.uname = info.gname = ""
             with path.open("rb") as f:
@@ -160,7 +162,9 @@ def write_wheel(target: Path, root: Path = ROOT) -> None:
         )
         built = Path(tmp) / "dist" / target.name
         if run.returncode != 0 or not built.exists():
-            raise RuntimeError(f"pip could not build {target.name}:\n{run.stderr[-2000:]}")
+            raise RuntimeError(
+                f"pip could not build {target.name}:\n{run.stderr[-2000:]}"
+            )
         shutil.copyfile(built, target)
 
 
@@ -237,6 +241,8 @@ def _header_links(app, pagename, templatename, context, doctree):
                 "download-source-button"
             ) and context.get("page_source_suffix") == ".ipynb":
                 button["tooltip"] = "This section as a notebook (it needs the library)"
+            elif button.get("label") == "download-pdf-button":
+                button["tooltip"] = "Print this web page"
         group["buttons"].extend([
             {"type": "link", "url": pathto(f"{DOWNLOADS}/{wheel}", 1),
              "text": "library (.whl)", "icon": "fas fa-box",

@@ -54,7 +54,7 @@ def figure_rules(widths: set[int]) -> str:
     """The CSS for the narrow-screen classes ``book-phone-<N>`` used on the pages:
     at least ``N`` pixels wide on screen, and a hint above the caption wherever the
     figure's box is narrower than that (it then scrolls)."""
-    lines = ["/* Written by book_machinery.sphinx_figures: one rule per figure width. */",
+    lines = ["/* Written by book_machinery.sphinx_figures: a rule per figure width. */",
              "@media screen {"]
     for n in sorted(widths):
         lines.append(f"  img.book-phone-{n} {{ min-width: {n}px; }}")

@@ -3,8 +3,9 @@
 1. **Which text the book reads.** Wherever a section's ``.md`` has its ``.ipynb``
    beside it (a paired notebook), the book reads the notebook (its stored outputs) and
    leaves the ``.md`` out; a page of plain MyST with no notebook is read as it is,
-   whatever its name. (A glob in ``_config.yml`` could only leave out every ``.md`` whose
-   name starts with a digit, so a reading list could not carry its section's number.)
+   whatever its name. (A glob in ``_config.yml`` could only leave out every ``.md``
+   whose name starts with a digit, so a reading list could not carry its section's
+   number.)
 2. **One search box.** The theme's top bar holds nothing but a second search box at wide
    screens (the sidebar has the first); it is emptied here and hidden by the book's CSS.
 3. **One id each.** sphinx-exercise gives every exercise's and solution's body the same

@@ -22,12 +22,13 @@ one way a figure reaches a page.
 
 from .drawing import (bars, cell_grid, curve, head_groups, heatmap, mark, mark_below,
                       tap_tree)
-from .page import BookFigure, check_layout, show, smallest_font, svg_text, svg_width
+from .page import (BookFigure, check_layout, png_preview, show, smallest_font, svg_text,
+                   svg_width)
 from .style import PALETTE, ink_on, new_figure, scale_for, sequential, use_book_style
 
 __all__ = [
     "PALETTE", "use_book_style", "new_figure", "scale_for", "ink_on", "sequential",
     "cell_grid", "heatmap", "bars", "curve", "mark", "mark_below", "tap_tree",
-    "head_groups", "check_layout", "svg_text", "svg_width", "smallest_font", "BookFigure",
-    "show",
+    "head_groups", "check_layout", "svg_text", "svg_width", "png_preview",
+    "smallest_font", "BookFigure", "show",
 ]

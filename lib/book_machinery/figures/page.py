@@ -1,18 +1,25 @@
 """How a figure reaches a page: its layout checked, drawn as SVG with deterministic
 bytes (dense grids of cells embedded as a sharp raster inside it), and glued with its
-alt text for ``{glue:figure}``."""
+alt text for ``{glue:figure}``.
+
+The output also carries a small PNG of the same drawing (the canvas the layout check
+drew on, cropped alike). The site and the PDF use the SVG; Jupyter shows SVG only in a
+notebook it trusts, so a notebook opened in JupyterLab or downloaded from the site shows
+the PNG until its cells run again, rather than the figure's text."""
 
 from __future__ import annotations
 
 import io
+import math
 import re
 
 import matplotlib
 import matplotlib.pyplot as plt
 from matplotlib.collections import Collection
 
-__all__ = ["check_layout", "svg_text", "smallest_font", "BookFigure",
-           "svg_width", "show", "SVG_SETTINGS", "DENSE_CELLS", "RASTER_DPI"]
+__all__ = ["check_layout", "svg_text", "png_preview", "smallest_font", "BookFigure",
+           "svg_width", "show", "SVG_SETTINGS", "DENSE_CELLS", "RASTER_DPI",
+           "PAD_INCHES"]
 
 SVG_SETTINGS = {
     "svg.hashsalt": "the-arithmetic-of-transformers",  # ids fixed, not random
@@ -30,6 +37,9 @@ and slow to draw, while its labels, axes and text stay vector."""
 RASTER_DPI = 300
 """Dots per inch of the raster parts inside an SVG: twice what a screen needs at full
 width, enough for print."""
+
+PAD_INCHES = 0.04
+"""The margin left around what is drawn when a figure is cropped."""
 
 
 def check_layout(fig, tolerance: float = 1.0, draw: bool = True) -> None:
@@ -92,7 +102,7 @@ def svg_text(fig) -> str:
             format="svg",
             dpi=RASTER_DPI,
             bbox_inches="tight",
-            pad_inches=0.04,
+            pad_inches=PAD_INCHES,
             metadata={"Date": None, "Creator": None},
         )
     return buf.getvalue().decode("utf-8")
@@ -104,6 +114,28 @@ def svg_width(svg: str) -> float:
     if found is None:
         raise ValueError("the SVG declares no width in points")
     return float(found.group(1))
+
+
+def png_preview(fig) -> bytes:
+    """The canvas as last drawn (by the layout check, at the style's dots per inch),
+    cropped to what is drawn like the SVG, as PNG bytes with no software stamp."""
+    from PIL import Image
+
+    renderer = fig.canvas.get_renderer()
+    width, height = fig.canvas.get_width_height(physical=True)
+    image = Image.frombuffer(
+        "RGBA", (width, height), bytes(fig.canvas.buffer_rgba()), "raw", "RGBA", 0, 1
+    )
+    box = fig.get_tightbbox(renderer).padded(PAD_INCHES)  # inches, from the bottom
+    dpi = fig.dpi
+    left, right = max(0, int(box.x0 * dpi)), min(width, math.ceil(box.x1 * dpi))
+    top = max(0, int(height - box.y1 * dpi))
+    bottom = min(height, math.ceil(height - box.y0 * dpi))
+    crop = (left, top, right, bottom)
+    buf = io.BytesIO()
+    image.crop(crop).convert("RGB").save(buf, format="png", dpi=(dpi, dpi),
+                                         optimize=True)
+    return buf.getvalue()
 
 
 def smallest_font(fig) -> float:
@@ -121,23 +153,31 @@ def smallest_font(fig) -> float:
 
 
 class BookFigure:
-    """A rendered figure and its alt text, displayed as SVG (the alt text, the width in
-    points and the smallest font travel in the output's metadata)."""
+    """A rendered figure and its alt text, displayed as SVG with a PNG beside it (the
+    alt text, the width in points and the smallest font travel in the output's
+    metadata)."""
 
-    def __init__(self, svg: str, alt: str, width_pt: float, smallest_pt: float) -> None:
+    def __init__(self, svg: str, png: bytes, alt: str, width_pt: float,
+                 smallest_pt: float) -> None:
         if not alt or not alt.strip():
             raise ValueError("every figure needs alt text that says what it shows")
         if not svg.lstrip().startswith("<?xml") or "<svg" not in svg:
             raise ValueError("BookFigure needs the SVG text of a figure")
-        self.svg, self.alt = svg, " ".join(alt.split())
+        if not png.startswith(b"\x89PNG"):
+            raise ValueError("BookFigure needs the PNG bytes of the same figure")
+        self.svg, self.png, self.alt = svg, png, " ".join(alt.split())
         self.width_pt, self.smallest_pt = round(width_pt, 2), round(smallest_pt, 2)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        """Only the SVG (and the text below), with the figure's facts as metadata."""
-        data = {"image/svg+xml": self.svg, "text/plain": repr(self)}
+        """The SVG, the PNG and the text below, with the figure's facts as metadata."""
+        import base64
+
+        data = {"image/svg+xml": self.svg,
+                "image/png": base64.b64encode(self.png).decode("ascii"),
+                "text/plain": repr(self)}
         meta = {"alt": self.alt, "width_pt": self.width_pt,
                 "smallest_font_pt": self.smallest_pt}
-        return data, {"image/svg+xml": meta}
+        return data, {"image/svg+xml": meta, "image/png": {"alt": self.alt}}
 
     def __repr__(self) -> str:
         return f"Figure: {self.alt}"
@@ -151,8 +191,8 @@ def show(fig, key: str, alt: str) -> None:
 
     fig.canvas.draw()
     check_layout(fig, draw=False)
-    smallest = smallest_font(fig)
+    smallest, png = smallest_font(fig), png_preview(fig)
     svg = svg_text(fig)
-    figure = BookFigure(svg, alt, svg_width(svg), smallest)
+    figure = BookFigure(svg, png, alt, svg_width(svg), smallest)
     plt.close(fig)
     glue(key, figure, display=True)
