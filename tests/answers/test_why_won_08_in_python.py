@@ -1,4 +1,4 @@
-"""Answers of why-won section 8 (using it in Python), computed another way: a brute-force
+"""Answers of why-won section 9 (using it in Python), computed another way: a brute-force
 count over a boolean grid, real decoders' weights and cache, and a search over lengths
 with the work read off a real module's matrices."""
 import dataclasses
@@ -16,7 +16,7 @@ from transformer_arithmetic.reference_model import Decoder
 
 pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 
-NOTEBOOK = "why_won/08_in_python"
+NOTEBOOK = "why_won/09_in_python"
 
 
 @lru_cache(maxsize=None)
