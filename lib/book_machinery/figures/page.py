@@ -19,7 +19,7 @@ from matplotlib.collections import Collection
 
 __all__ = ["check_layout", "svg_text", "png_preview", "smallest_font", "BookFigure",
            "svg_width", "show", "SVG_SETTINGS", "DENSE_CELLS", "RASTER_DPI",
-           "PAD_INCHES"]
+           "PAD_INCHES", "VECTOR"]
 
 SVG_SETTINGS = {
     "svg.hashsalt": "the-arithmetic-of-transformers",  # ids fixed, not random
@@ -93,19 +93,50 @@ def svg_text(fig) -> str:
     """The figure as SVG text, cropped to what is drawn (blank margins cost a phone
     reader a sideways scroll): lines and letters as vector outlines, dense collections
     as a ``RASTER_DPI`` raster inside, byte-identical on every run (``SVG_SETTINGS``, no
-    date, no software stamp)."""
+    date, no software stamp).
+
+    The figure must have been drawn (``show`` draws it once, for the layout check): the
+    layout and the crop are taken from that drawing, and the SVG renderer draws it once
+    more, with no layout computed again (``savefig`` would draw twice and lay it out
+    twice: three times the cost)."""
+    from matplotlib.backends.backend_svg import FigureCanvasSVG
+
     _rasterize_dense(fig)
-    buf = io.BytesIO()
-    with matplotlib.rc_context(SVG_SETTINGS):
-        fig.savefig(
-            buf,
-            format="svg",
-            dpi=RASTER_DPI,
-            bbox_inches="tight",
-            pad_inches=PAD_INCHES,
-            metadata={"Date": None, "Creator": None},
-        )
-    return buf.getvalue().decode("utf-8")
+    crop = _drawn_box(fig)
+    engine, dpi, canvas = fig.get_layout_engine(), fig.dpi, fig.canvas
+    fig.set_layout_engine("none")  # keep the positions the drawing settled on
+    buf = io.StringIO()
+    try:
+        fig.dpi = RASTER_DPI  # the SVG renderer draws its raster parts at this
+        with matplotlib.rc_context(SVG_SETTINGS):
+            FigureCanvasSVG(fig).print_svg(
+                buf, metadata={"Date": None, "Creator": None}
+            )
+    finally:
+        fig.dpi = dpi
+        fig.set_canvas(canvas)
+        fig.set_layout_engine(engine)
+    return _cropped(buf.getvalue(), crop, fig.get_figheight())
+
+
+def _cropped(svg: str, box, height_in: float) -> str:
+    """``svg`` showing only ``box`` (inches, from the figure's bottom left)."""
+    def pt(inches: float) -> str:
+        return f"{inches * 72:.6f}".rstrip("0").rstrip(".")
+
+    width, height = box.x1 - box.x0, box.y1 - box.y0
+    view = f"{pt(box.x0)} {pt(height_in - box.y1)} {pt(width)} {pt(height)}"
+    head = re.compile(r'width="[0-9.]+pt" height="[0-9.]+pt" viewBox="[^"]*"')
+    if not head.search(svg):
+        raise ValueError("the SVG has no width, height and viewBox to crop")
+    return head.sub(
+        f'width="{pt(width)}pt" height="{pt(height)}pt" viewBox="{view}"', svg, count=1
+    )
+
+
+def _drawn_box(fig):
+    """What the last drawing covers, with ``PAD_INCHES`` around it, in inches."""
+    return fig.get_tightbbox(fig.canvas.get_renderer()).padded(PAD_INCHES)
 
 
 def svg_width(svg: str) -> float:
@@ -121,20 +152,20 @@ def png_preview(fig) -> bytes:
     cropped to what is drawn like the SVG, as PNG bytes with no software stamp."""
     from PIL import Image
 
-    renderer = fig.canvas.get_renderer()
     width, height = fig.canvas.get_width_height(physical=True)
     image = Image.frombuffer(
         "RGBA", (width, height), bytes(fig.canvas.buffer_rgba()), "raw", "RGBA", 0, 1
     )
-    box = fig.get_tightbbox(renderer).padded(PAD_INCHES)  # inches, from the bottom
+    box = _drawn_box(fig)  # inches, from the bottom
     dpi = fig.dpi
     left, right = max(0, int(box.x0 * dpi)), min(width, math.ceil(box.x1 * dpi))
     top = max(0, int(height - box.y1 * dpi))
     bottom = min(height, math.ceil(height - box.y0 * dpi))
     crop = (left, top, right, bottom)
     buf = io.BytesIO()
-    image.crop(crop).convert("RGB").save(buf, format="png", dpi=(dpi, dpi),
-                                         optimize=True)
+    image.crop(crop).convert("RGB").save(
+        buf, format="png", dpi=(dpi, dpi), optimize=True
+    )
     return buf.getvalue()
 
 
@@ -183,6 +214,27 @@ class BookFigure:
         return f"Figure: {self.alt}"
 
 
+VECTOR = True
+"""Whether ``show`` draws the SVG. The example-swap runs, which keep no figure, set it
+to False in their kernels: the layout is still checked and a figure still glued (its
+PNG wrapped in an SVG), at a third of the cost."""
+
+
+def _png_as_svg(png: bytes, width_pt: float, height_pt: float) -> str:
+    """A minimal SVG showing ``png`` at the given size (for runs with ``VECTOR``
+    off)."""
+    import base64
+
+    data = base64.b64encode(png).decode("ascii")
+    return (
+        '<?xml version="1.0" encoding="utf-8" standalone="no"?>\n'
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width_pt:.2f}pt" '
+        f'height="{height_pt:.2f}pt" viewBox="0 0 {width_pt:.2f} {height_pt:.2f}">'
+        f'<image width="100%" height="100%" href="data:image/png;base64,{data}"/>'
+        "</svg>\n"
+    )
+
+
 def show(fig, key: str, alt: str) -> None:
     """Check the layout of ``fig``, render it as SVG, close it, and glue it under
     ``key`` (shown in the notebook, placed on the page by ``{glue:figure}``; tag the
@@ -192,7 +244,11 @@ def show(fig, key: str, alt: str) -> None:
     fig.canvas.draw()
     check_layout(fig, draw=False)
     smallest, png = smallest_font(fig), png_preview(fig)
-    svg = svg_text(fig)
+    if VECTOR:
+        svg = svg_text(fig)
+    else:
+        box = _drawn_box(fig)
+        svg = _png_as_svg(png, box.width * 72, box.height * 72)
     figure = BookFigure(svg, png, alt, svg_width(svg), smallest)
     plt.close(fig)
     glue(key, figure, display=True)
