@@ -1,11 +1,12 @@
 """The code one download away: the site ships the book's source and its library, and
 every page says how to run them. A Sphinx extension, through documented hooks only.
 
-1. **Two files in ``_downloads/``**, made when the HTML build finishes (again only when
-   a file they hold has changed since): the library as a wheel, built by pip from a copy
-   of ``pyproject.toml`` and ``lib/`` (so no ``build/`` folder is left behind), and the
-   book's whole source as ``<title>-source.tar.gz`` (every file ``.gitignore``
-   does not leave out, under one folder, so ``make book`` and ``make test`` run in it).
+1. **Two files in ``_downloads/``**, made when the HTML build finishes (in
+   ``.cache/downloads``, again only when a file they hold has changed, then copied):
+   the library as a wheel, built by pip from a copy of ``pyproject.toml`` and ``lib/``
+   (so no ``build/`` folder is left behind), and the book's whole source as
+   ``<title>-source.tar.gz`` (every file ``.gitignore`` does not leave out, under one
+   folder, so ``make book`` and ``make test`` run in it).
 2. **Every page's header** offers them: the theme's download menu gets "The library
    (.whl)", "The book's source (.tar.gz)" and "How to run the code" beside the section's
    own notebook (its ``.ipynb``).
@@ -27,6 +28,7 @@ import fnmatch
 import gzip
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -47,6 +49,9 @@ __all__ = ["wheel_name", "archive_name", "archive_files", "install_cell",
 
 logger = logging.getLogger(__name__)
 DOWNLOADS = "_downloads"
+CACHE = ROOT / ".cache" / "downloads"
+"""Where the wheel and the archive are made, once for every build that copies them (the
+site, the tests' builds, the preview)."""
 ALWAYS_LEFT_OUT = (".git", "build/")
 """Left out of the archive besides what ``.gitignore`` names: the repository's own
 history, and a build folder a packaging tool may leave."""
@@ -134,8 +139,10 @@ def write_archive(target: Path, folder: str, root: Path = ROOT) -> None:
             info.uname = info.gname = ""
             with path.open("rb") as f:
                 tar.addfile(info, f)
-    with gzip.GzipFile(target, "wb", mtime=0) as out:
+    part = target.with_name(f".{target.name}.{os.getpid()}")  # whole or not at all:
+    with gzip.GzipFile(part, "wb", mtime=0) as out:         # builds run side by side
         out.write(buf.getvalue())
+    os.replace(part, target)
 
 
 def write_wheel(target: Path, root: Path = ROOT) -> None:
@@ -165,7 +172,9 @@ def write_wheel(target: Path, root: Path = ROOT) -> None:
             raise RuntimeError(
                 f"pip could not build {target.name}:\n{run.stderr[-2000:]}"
             )
-        shutil.copyfile(built, target)
+        part = target.with_name(f".{target.name}.{os.getpid()}")
+        shutil.copyfile(built, part)
+        os.replace(part, target)
 
 
 def install_commands(wheel: str, notebook: str) -> list[str]:
@@ -210,13 +219,22 @@ def _names(app) -> tuple[str, str]:
     return wheel_name(), archive_name(app.config.html_title or app.config.project or "")
 
 
+def _copied(made: Path, target: Path) -> None:
+    """Copy ``made`` to ``target`` unless ``target`` is already as new."""
+    if not (target.exists() and target.stat().st_mtime >= made.stat().st_mtime):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(made, target)
+
+
 def _build_downloads(app, exception):
     if exception is not None or app.builder.name != "html":
         return
     wheel, archive = _names(app)
     out = Path(app.outdir)
-    write_wheel(out / DOWNLOADS / wheel)
-    write_archive(out / DOWNLOADS / archive, archive.removesuffix("-source.tar.gz"))
+    write_wheel(CACHE / wheel)  # made once for every build that needs them
+    write_archive(CACHE / archive, archive.removesuffix("-source.tar.gz"))
+    for name in (wheel, archive):
+        _copied(CACHE / name, out / DOWNLOADS / name)
     _inject_install_cells(out, wheel, archive)
     logger.info(f"the header offers {DOWNLOADS}/{wheel} and {DOWNLOADS}/{archive}")
 
