@@ -11,7 +11,7 @@ PYODIDE := book/_pyodide/.pyodide-$(PYODIDE_VERSION)
 JB    := $(VENV)/bin/jupyter-book
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book pdf tools test check execute measure bench lab setup clean
+.PHONY: book pdf tools test check execute measure bench lab preview setup clean
 
 setup: $(STAMP) $(MATHJAX) $(PYODIDE)
 
@@ -97,10 +97,15 @@ measure: $(STAMP)
 bench: setup tools
 	$(PY) -m book_machinery.bench
 
-## lab: JupyterLab with jupytext, so a paired .md opens as a notebook with its outputs
+## lab: JupyterLab with jupytext, so a paired .md opens as a notebook with its outputs (the
+## project's own Jupyter configuration layer, lib/book_machinery/jupyter; no user setting touched)
 lab: $(STAMP)
-	$(VENV)/bin/jupytext-config set-default-viewer >/dev/null 2>&1 || true
-	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) book/chapters
+	$(PY) -m book_machinery.lab
+
+## preview: the site served at http://127.0.0.1:8000/ and rebuilt as you edit: a saved section
+## .md is executed again into its .ipynb, the changed pages rebuilt and the browser reloaded
+preview: setup
+	$(PY) -m book_machinery.preview $(if $(PORT),--port $(PORT))
 
 clean:
 	rm -rf book/_build .cache book/_mathjax book/_pyodide

@@ -121,14 +121,21 @@ def test_figures_render_identically_and_need_alt_text():
         fig, ax = figures.new_figure()
         ax.plot([0, 1, 2], [3, 1, 2], label="a line")
         ax.legend()
-        return figures.png_bytes(fig)
+        fig.canvas.draw()
+        return figures.svg_text(fig), figures.png_preview(fig)
 
-    first = draw()
-    assert first == draw()
-    assert b"Software" not in first
+    first, png = draw()
+    assert (first, png) == draw()
+    assert "<dc:date>" not in first and "Matplotlib v" not in first and b"Software" not in png
+    assert figures.svg_width(first) > 0
     with pytest.raises(ValueError, match="alt text"):
-        figures.BookFigure(first, alt="  ")
-    assert figures.BookFigure(b"png", alt="A line falling from 3 to 1.")._repr_png_()[1] == {"alt": "A line falling from 3 to 1."}
+        figures.BookFigure(first, png, alt="  ", width_pt=504, smallest_pt=9)
+    data, meta = figures.BookFigure(first, png, alt="A line falling from 3 to 1.", width_pt=504,
+                                    smallest_pt=9)._repr_mimebundle_()
+    assert set(data) == {"image/svg+xml", "image/png", "text/plain"}
+    assert meta == {"image/svg+xml": {"alt": "A line falling from 3 to 1.", "width_pt": 504,
+                                      "smallest_font_pt": 9},
+                    "image/png": {"alt": "A line falling from 3 to 1."}}
 
 
 def test_prose_values_are_plain_python():

@@ -2,8 +2,8 @@
 
 One print (the single-page build, printed by headless Chromium, into a scratch directory) is
 checked against the single-page HTML it was printed from, not against anything the printing
-script reports: a sane page count and no blank page, every figure embedded at the resolution
-it was drawn at, every glued number of every section on that section's pages, no "??" and no
+script reports: a sane page count and no blank page, every figure printed as vector (only the
+rasters a figure embeds on purpose are pictures, each at its own size), every glued number of every section on that section's pages, no "??" and no
 TeX left untypeset, no toggle or button text, nothing printed in the margins, running headers
 with each section's number and title, contents and exercise/solution pointers that give the
 right pages, and every solution in the solutions appendix.
@@ -218,9 +218,26 @@ def test_text_prints_at_its_size(printed):
     assert at_size > 0.3, f"only {at_size:.0%} of the words are printed at the body size of {body} pt: shrunk to fit?"
 
 
-def test_every_figure_is_embedded_at_the_resolution_it_was_drawn(printed):
+def _rasters_inside(svg: Path) -> list[tuple[int, int]]:
+    """The pixel sizes of the raster pictures an SVG figure embeds (its dense grids, heat maps and
+    colour bars), read from the PNG data itself."""
+    import base64
+    import io
+
+    sizes = []
+    for data in re.findall(r'xlink:href="data:image/png;base64,([^"]+)"', svg.read_text()):
+        with Image.open(io.BytesIO(base64.b64decode(data))) as im:
+            sizes.append(im.size)
+    return sizes
+
+
+def test_every_figure_prints_as_vector_with_its_rasters_at_their_resolution(printed):
+    """An SVG figure reaches the PDF as vector drawing: the only pictures in the PDF are the rasters
+    the figures embed on purpose (each at its own pixel size) and any PNG figure (at its own size and
+    resolution). A figure Chromium flattened into a picture would show up as one more."""
     figures = printed["book"].figures
     assert figures, "no figures in the single-page build"
+    assert any(src.endswith(".svg") for src in figures), "no figure is SVG"
     # (width, height) -> the PDF's image objects of that size (Chromium embeds each picture once)
     embedded: dict[tuple[int, int], set[int]] = {}
     ppi: dict[tuple[int, int], float] = {}
@@ -228,15 +245,21 @@ def test_every_figure_is_embedded_at_the_resolution_it_was_drawn(printed):
         size = (int(c[3]), int(c[4]))
         embedded.setdefault(size, set()).add(int(c[10]))
         ppi[size] = min(ppi.get(size, 1e9), float(c[12]))
-    drawn: dict[tuple[int, int], set[str]] = {}
+    expected: dict[tuple[int, int], int] = {}
     for src in sorted(set(figures)):
-        with Image.open(printed["site"] / src) as im:
+        path = printed["site"] / src
+        if path.suffix == ".svg":
+            for size in _rasters_inside(path):
+                expected[size] = expected.get(size, 0) + 1
+                assert size in embedded, f"{src}: its {size[0]}x{size[1]} raster is not in the PDF at its own size"
+            continue
+        with Image.open(path) as im:
             size, dpi = im.size, float(im.info.get("dpi", (96,))[0])
-        drawn.setdefault(size, set()).add(src)
+        expected[size] = expected.get(size, 0) + 1
         assert size in embedded, f"{src} ({size[0]}x{size[1]} px) is not in the PDF at its own size"
         assert ppi[size] >= dpi - 1.5, f"{src} prints at {ppi[size]} ppi, below the {dpi:.0f} dpi it was drawn at"
-    short = {size: (len(srcs), len(embedded[size])) for size, srcs in drawn.items() if len(embedded[size]) < len(srcs)}
-    assert not short, f"figures of a size (figures, pictures in the PDF): {short}"
+    flattened = {size: len(ids) for size, ids in embedded.items() if size not in expected}
+    assert not flattened, f"pictures in the PDF that no figure embeds (a figure printed as a raster?): {flattened}"
 
 
 def test_every_glued_number_is_on_its_sections_pages(printed):

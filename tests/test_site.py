@@ -1,32 +1,47 @@
 """The published site works: a clean warnings-as-errors build, opened page by page in headless Chromium.
 
 Every page is served over loopback HTTP and loaded in Debian's Chromium (driven by
-Playwright's Python client; no browser is downloaded). For each page: no console errors,
-every image loads and has alt text, math is typeset by the MathJax shipped inside the site
-(no network), every internal link and anchor resolves, and the number of figures equals the
-number of figures the notebook glues. Screenshots of a few pages go to test-artifacts/.
+Playwright's Python client; no browser is downloaded; every outside address is cut by the
+browser's resolver and every request is watched). For each page: no console errors, every
+image loads and has alt text, math is typeset by the MathJax shipped inside the site (no
+network), every internal link and anchor resolves, no id is used twice, the number of figures
+equals the number the notebook glues, one search box, and the download menu offers the library
+and the source. Then the same page at 390 px, a phone: no figure letter below a readable size
+(measured from the letters in the SVG file and the width the page gives it), a figure wider than
+its box says so, and no equation cut off without a cue. Also: dark mode keeps text readable,
+citations carry the bibliography's own labels and land below the sticky header, search quotes
+prose over file://, every page stays under 1.5 MB, and the download route works: the wheel
+installs with no network into a fresh environment and runs a downloaded notebook. Screenshots of
+a few pages, at both widths, go to test-artifacts/.
 """
 from __future__ import annotations
 
 import functools
 import http.server
 import json
+import re
 import shutil
 import subprocess
 import sys
+import sysconfig
+import tarfile
 import threading
 from pathlib import Path
-from urllib.parse import urldefrag, urljoin, urlparse
+from urllib.parse import unquote, urldefrag, urlparse
 
 import pytest
 
 from book_files import BOOK, ROOT, paired_notebooks
+from book_machinery.myst_plugin import READABLE_PX
 
 pytestmark = pytest.mark.site
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = ROOT / "test-artifacts"
 SCREENSHOTS = ["intro", "chapters/training/04_kv_cache", "chapters/why_won/04_cutting_the_cost"]
+PHONE = 390          # CSS pixels: a phone held upright
+MAX_PAGE = 1.5e6     # bytes a page and its pictures may weigh
+RESOLVER = "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +70,26 @@ def pages(site: Path) -> list[str]:
     return docs
 
 
+PHONE_PROBE = """(() => {
+  const box = document.querySelector('article').getBoundingClientRect();
+  const figures = [...document.querySelectorAll('article figure img')].map(img => {
+    const fig = img.closest('figure'), link = img.closest('a');
+    const cap = fig.querySelector('figcaption');
+    return {src: img.getAttribute('src'), shown: img.getBoundingClientRect().width,
+            room: (link || fig).clientWidth,
+            hint: cap ? getComputedStyle(cap, '::before').content : 'none',
+            link: link ? link.getAttribute('href') : null};
+  });
+  const equations = [...document.querySelectorAll('mjx-container[display="true"]')].map(m => {
+    const style = getComputedStyle(m), r = m.getBoundingClientRect();
+    return {wide: m.scrollWidth > m.clientWidth + 1, scrolls: ['auto', 'scroll'].includes(style.overflowX),
+            cue: style.backgroundImage.includes('gradient'), cut: r.right > box.right + 1,
+            text: m.getAttribute('aria-label') || m.textContent.slice(0, 40)};
+  });
+  return {figures, equations, page_wider: document.documentElement.scrollWidth > window.innerWidth + 1};
+})()"""
+
+
 @pytest.fixture(scope="module")
 def browsed(site):
     """Load every page in headless Chromium over loopback HTTP; return what each page showed."""
@@ -76,8 +111,7 @@ def browsed(site):
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=[
                 "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run",
-                "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"])
+                "--disable-component-update", "--disable-sync", "--no-first-run", RESOLVER])
             page = browser.new_page(viewport={"width": 1440, "height": 1600})
             outside, errors = [], []
             page.on("console", lambda msg: msg.type == "error" and errors.append(msg.text))
@@ -110,6 +144,16 @@ def browsed(site):
                         .map(a => a.href)"""),
                     "toggles": page.locator("details.hide.above-input").count(),
                     "solutions": page.locator("div.solution.dropdown").count(),
+                    "search_boxes": page.evaluate("""[...document.querySelectorAll('.search-button-field, form.bd-search')]
+                        .filter(e => e.checkVisibility()).length"""),
+                    "downloads": page.evaluate("""[...document.querySelectorAll('.dropdown-download-buttons a')]
+                        .map(a => a.href)"""),
+                    "cited": page.evaluate("""[...document.querySelectorAll('span.bibtex-citation')].map(s => ({
+                        text: s.textContent.replace(/\\s+/g, ' ').trim(),
+                        links: [...s.querySelectorAll('a')].map(a => [a.textContent.replace(/\\s+/g, ' ').trim(), a.href])}))"""),
+                    "labels": page.evaluate("""Object.fromEntries([...document.querySelectorAll('div.citation')].map(d =>
+                        [d.id, d.querySelector('.label').textContent.replace(/^\\[|\\]$/g, '').trim()]))"""),
+                    "backlinks": page.evaluate("""[...document.querySelectorAll('p.book-cited-in a')].map(a => a.href)"""),
                 }
                 opened = {k for r in results.values() for k in ("toggle_opens", "solution_opens") if k in r}
                 if results[doc]["toggles"] and "toggle_opens" not in opened:   # one page shows the toggles work
@@ -123,6 +167,14 @@ def browsed(site):
                     results[doc]["solution_opens"] = solution.locator("section").first.is_visible()
                 if doc in SCREENSHOTS:
                     page.screenshot(path=str(ARTIFACTS / (doc.replace("/", "__") + ".png")), full_page=False)
+                # the same page on a phone: the layout follows the new width without a reload
+                page.set_viewport_size({"width": PHONE, "height": 844})
+                page.wait_for_timeout(50)
+                results[doc]["phone"] = page.evaluate(PHONE_PROBE)
+                if doc in SCREENSHOTS:
+                    page.screenshot(path=str(ARTIFACTS / (doc.replace("/", "__") + f"__{PHONE}.png")),
+                                    full_page=True)
+                page.set_viewport_size({"width": 1440, "height": 1600})
             browser.close()
     finally:
         server.shutdown()
@@ -192,6 +244,235 @@ def test_figure_count_matches_the_notebooks(browsed):
     for md in paired_notebooks():
         nb = json.loads(md.with_suffix(".ipynb").read_text())
         glued = {o["metadata"]["scrapbook"]["name"] for c in nb["cells"] for o in c.get("outputs", [])
-                 if "image/png" in o.get("data", {}) and "scrapbook" in o.get("metadata", {})}
+                 if {"image/svg+xml", "image/png"} & set(o.get("data", {})) and "scrapbook" in o.get("metadata", {})}
         doc = str(md.relative_to(BOOK).with_suffix(""))
         assert browsed[doc]["figures"] == len(glued), f"{doc}: {browsed[doc]['figures']} figures shown, {len(glued)} glued"
+
+
+def test_no_id_is_used_twice_on_a_page(browsed):
+    twice = {doc: sorted({i for i in r["ids"] if r["ids"].count(i) > 1}) for doc, r in browsed.items()}
+    twice = {doc: ids for doc, ids in twice.items() if ids}
+    assert not twice, f"ids used more than once: {twice}"
+
+
+def test_one_search_box_and_the_downloads_in_every_header(browsed, site):
+    boxes = {doc: r["search_boxes"] for doc, r in browsed.items() if r["search_boxes"] != 1}
+    assert not boxes, f"pages showing other than one search box at 1440 px: {boxes}"
+    wheel = next((site / "_downloads").glob("*.whl"))
+    archive = next((site / "_downloads").glob("*-source.tar.gz"))
+    missing = {doc: r["downloads"] for doc, r in browsed.items()
+               if not any(unquote(h).endswith("_downloads/" + wheel.name) for h in r["downloads"])
+               or not any(unquote(h).endswith("_downloads/" + archive.name) for h in r["downloads"])}
+    assert not missing, f"pages whose download menu lacks the wheel or the source: {sorted(missing)}"
+    intro = " ".join(browsed["intro"]["links"])
+    assert wheel.name in intro and archive.name in intro, "the landing page does not link both downloads"
+
+
+def svg_letters(svg: Path) -> tuple[float, float]:
+    """(width, smallest letter) of an SVG figure in points: matplotlib draws each text as glyph outlines
+    scaled by size/100, so the sizes are read from the drawing itself, not from the page's metadata."""
+    text = svg.read_text()
+    width = float(re.search(r'<svg[^>]*\swidth="([0-9.]+)pt"', text)[1])
+    sizes = [100 * float(m) for m in re.findall(r'<g id="text_\d+">\s*(?:<!--.*?-->\s*)?<g transform="[^"]*scale\(([0-9.]+) -', text, re.S)]
+    return width, min(sizes) if sizes else float("inf")
+
+
+def test_every_figure_reads_on_a_phone(browsed, site):
+    small, unsaid, unlinked, checked = [], [], [], 0
+    for doc, r in browsed.items():
+        page = site / f"{doc}.html"
+        for f in r["phone"]["figures"]:
+            path = (page.parent / f["src"]).resolve()
+            if path.suffix != ".svg":
+                continue      # a PNG figure (the measured page until `make measure`) has no letters to read
+            width_pt, smallest_pt = svg_letters(path)
+            px = smallest_pt * f["shown"] / width_pt
+            checked += 1
+            if px < READABLE_PX - 0.05:
+                small.append((doc, path.name[:12], round(px, 1)))
+            if f["shown"] > f["room"] + 1 and f["hint"] in ("none", "normal", '""'):
+                unsaid.append((doc, path.name[:12]))
+            if not f["link"] or not f["link"].endswith(path.name):
+                unlinked.append((doc, path.name[:12]))
+    assert checked > 40, f"only {checked} SVG figures measured"
+    assert not small, f"figures whose smallest letters are under {READABLE_PX} px at {PHONE} px: {small}"
+    assert not unsaid, f"figures wider than their box with no word that they scroll: {unsaid}"
+    assert not unlinked, f"figures a tap does not open full size: {unlinked}"
+    wide = [doc for doc, r in browsed.items() if r["phone"]["page_wider"]]
+    assert not wide, f"pages wider than a {PHONE} px screen (the whole page scrolls sideways): {wide}"
+
+
+def test_no_equation_is_cut_without_a_cue_on_a_phone(browsed):
+    bad = [(doc, e["text"]) for doc, r in browsed.items() for e in r["phone"]["equations"]
+           if e["cut"] or (e["wide"] and not (e["scrolls"] and e["cue"]))]
+    assert not bad, f"equations cut off at {PHONE} px, or scrolling with nothing to show it: {bad[:10]}"
+    assert any(e["wide"] for r in browsed.values() for e in r["phone"]["equations"]), (
+        "no equation is wider than a phone: the cue is not exercised")
+
+
+def test_citations_carry_the_bibliographys_own_labels(browsed):
+    labels = browsed["bibliography"]["labels"]
+    bib = urldefrag(browsed["bibliography"]["url"])[0]
+    wrong, checked = [], 0
+    for doc, r in browsed.items():
+        for cite in r["cited"]:
+            for text, href in cite["links"]:
+                url, anchor = urldefrag(href)
+                if url != bib:
+                    continue
+                label = labels.get(anchor, "?")
+                checked += 1
+                # {cite:p}: the link is the label; {cite:t}: "Author [year]" with the year linked
+                author, _, year = label.rpartition(", ")
+                if text != label and not (text == year and cite["text"] == f"{author} [{year}]"):
+                    wrong.append((doc, cite["text"], label))
+    assert checked > 50, f"only {checked} citations checked"
+    assert not wrong, f"citations whose text is not the bibliography's label: {wrong[:10]}"
+    assert all(not re.fullmatch(r"\d+", v) for v in labels.values()), "the bibliography is numbered"
+
+
+def test_every_entry_links_back_to_where_it_is_cited(browsed):
+    cited_from = {urldefrag(h)[1] for r in browsed.values() for c in r["cited"] for _, h in c["links"]}
+    entries = browsed["bibliography"]["labels"]
+    ids = {urldefrag(r["url"])[0]: set(r["ids"]) for r in browsed.values()}
+    back = browsed["bibliography"]["backlinks"]
+    assert len(back) >= len(cited_from & set(entries)), "fewer back-links than cited entries"
+    dangling = [h for h in back if urldefrag(h)[1] not in ids.get(urldefrag(h)[0], set())]
+    assert not dangling, f"back-links to no citation: {dangling[:5]}"
+
+
+def test_every_page_stays_under_its_weight(site):
+    heavy = {}
+    for page in site.rglob("*.html"):
+        if "_static" in page.parts or "_sources" in page.parts:
+            continue
+        html = page.read_text()
+        size = len(html.encode()) + sum((page.parent / unquote(src)).stat().st_size
+                                        for src in set(re.findall(r'<img[^>]+src="([^"]+)"', html))
+                                        if (page.parent / unquote(src)).exists())
+        if size > MAX_PAGE:
+            heavy[str(page.relative_to(site))] = size
+    assert not heavy, f"pages over {MAX_PAGE / 1e6} MB with their pictures: {heavy}"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if CHROMIUM is None:
+        pytest.fail("Chromium is not installed: `apt-get install -y chromium` (.ci/run does this)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", RESOLVER])
+        yield b
+        b.close()
+
+
+def contrast(fg: str, bg: str) -> float:
+    """WCAG contrast ratio of two CSS rgb()/rgba() colours."""
+    def lum(c):
+        r, g, b = (float(x) / 255 for x in re.findall(r"[\d.]+", c)[:3])
+        f = lambda v: v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4
+        return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b)
+    a, b = sorted((lum(fg), lum(bg)), reverse=True)
+    return (a + 0.05) / (b + 0.05)
+
+
+def test_dark_mode_keeps_text_readable(site, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.add_init_script("localStorage.setItem('mode', 'dark'); localStorage.setItem('theme', 'dark');")
+    low, dim = [], []
+    for doc in ("chapters/training/04_kv_cache", "bibliography", "intro"):
+        page.goto((site / f"{doc}.html").as_uri())
+        assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+        pairs = page.evaluate("""[...document.querySelectorAll('article p, article figcaption .caption-text, article li, article a')]
+            .filter(e => e.checkVisibility() && e.innerText.trim()).slice(0, 400).map(e => {
+              // the background a reader sees: every translucent layer blended over the opaque one below
+              const layers = [];
+              for (let b = e; b; b = b.parentElement) {
+                const [r, g, bl, a = 1] = getComputedStyle(b).backgroundColor.match(/[\\d.]+/g).map(Number);
+                if (a > 0) layers.push([r, g, bl, a]);
+                if (a >= 1) break;
+              }
+              let seen = [0, 0, 0];
+              for (const [r, g, bl, a] of layers.reverse()) seen = seen.map((v, i) => v * (1 - a) + [r, g, bl][i] * a);
+              return [e.tagName + '.' + e.className, getComputedStyle(e).color, `rgb(${seen.join(', ')})`];
+            })""")
+        low += [(doc, what, round(contrast(fg, bg), 1)) for what, fg, bg in pairs if contrast(fg, bg) < 4.5]
+        body = [contrast(fg, bg) for what, fg, bg in pairs if what == "P."]
+        captions = [contrast(fg, bg) for what, fg, bg in pairs if what.endswith("caption-text")]
+        # a caption is read like the text: not a dimmer grey than the paragraphs around it
+        dim += [(doc, round(c, 1), round(max(body), 1)) for c in captions if body and c < 0.9 * max(body)]
+        if doc == "chapters/training/04_kv_cache":
+            page.screenshot(path=str(ARTIFACTS / "dark__04_kv_cache.png"))
+    assert not low, f"text below a 4.5:1 contrast in dark mode: {sorted(set(low))[:10]}"
+    assert not dim, f"captions dimmer than the text in dark mode (caption, text contrast): {dim[:5]}"
+
+
+def test_a_citation_lands_below_the_sticky_header(site, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto((site / "bibliography.html").as_uri())
+    target = page.evaluate("document.querySelectorAll('div.citation')[40].id")
+    page.goto((site / "bibliography.html").as_uri() + "#" + target)
+    top, header = page.evaluate(f"""[document.getElementById('{target}').getBoundingClientRect().top,
+        document.querySelector('.bd-header-article').getBoundingClientRect().bottom]""")
+    assert top >= header + 24, f"the target starts {top - header:.0f} px below the header: the line above it is hidden"
+
+
+def test_search_quotes_prose_over_file(site, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto((site / "search.html").as_uri() + "?q=cache")
+    page.wait_for_function("document.querySelectorAll('#search-results li p.context').length > 3", timeout=20000)
+    quotes = page.evaluate("[...document.querySelectorAll('#search-results li p.context')].map(p => p.innerText)")
+    assert all("cache" in q.lower() for q in quotes), quotes[:3]
+    assert not any(re.search(r"\b\d+\.\d+\. \w", q[:12]) for q in quotes), f"a contents list quoted: {quotes[:3]}"
+
+
+def test_the_source_archive_holds_the_book(site):
+    archive = next((site / "_downloads").glob("*-source.tar.gz"))
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
+    top = {n.split("/", 1)[0] for n in names}
+    assert len(top) == 1, f"the archive does not unpack into one folder: {top}"
+    inside = {n.split("/", 1)[1] for n in names if "/" in n}
+    for needed in ("Makefile", "README.md", "pyproject.toml", "requirements.txt", "book/_toc.yml",
+                   "book/references.bib", "lib/transformer_arithmetic/__init__.py"):
+        assert needed in inside, f"the archive lacks {needed}"
+    for md in paired_notebooks():
+        for suffix in (".md", ".ipynb"):
+            assert str(md.relative_to(ROOT).with_suffix(suffix)) in inside, f"the archive lacks {md.stem}{suffix}"
+    junk = [n for n in inside if n.startswith((".venv/", ".git/", "book/_build/", ".cache/")) or n == ".git"]
+    assert not junk, f"the archive carries build output or history: {junk[:5]}"
+
+
+@pytest.mark.slow(seconds=20)
+def test_the_wheel_installs_offline_and_runs_a_downloaded_notebook(site, tmp_path):
+    """A reader's route: the wheel from the site into a new environment (no network, no index: its
+    requirements come from this environment, put on the path as plain folders), then a notebook as
+    the site offers it, run to its end in a kernel of that environment."""
+    wheel = next((site / "_downloads").glob("*.whl"))
+    notebook = site / "_sources" / "chapters" / "why_won" / "07_what_won.ipynb"
+    nb = json.loads(notebook.read_text())
+    first = "".join(nb["cells"][0]["source"])
+    assert wheel.name in first and "pip install" in first, f"the notebook's first cell does not say how to install: {first[:200]}"
+    fresh = tmp_path / "fresh"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(fresh)], check=True)
+    python = fresh / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    Path(purelib, "requirements-from-the-test.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    run = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index",
+                          "--quiet", "--disable-pip-version-check", str(wheel)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    script = (
+        "import json, sys, nbformat\n"
+        "from nbclient import NotebookClient\n"
+        "import transformer_arithmetic, book_machinery\n"
+        f"assert transformer_arithmetic.__file__.startswith({str(fresh)!r}), transformer_arithmetic.__file__\n"
+        f"nb = nbformat.read({str(notebook)!r}, as_version=4)\n"
+        "NotebookClient(nb, timeout=120, kernel_name='python3').execute()\n"
+        "errors = [o for c in nb.cells for o in c.get('outputs', []) if o.get('output_type') == 'error']\n"
+        "print(len(nb.cells), len(errors))\n")
+    run = subprocess.run([str(python), "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert run.returncode == 0, f"the downloaded notebook did not run:\n{run.stderr[-3000:]}"
+    cells, errors = map(int, run.stdout.split())
+    assert cells == len(nb["cells"]) and errors == 0

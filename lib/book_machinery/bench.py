@@ -29,9 +29,9 @@ from .processor import PINNED_ENV
 
 PY = sys.executable
 FIGURE = """
-from book_machinery.figures import new_figure, png_bytes
+from book_machinery.figures import new_figure, png_preview, svg_text
 fig, ax = new_figure(); ax.plot([1, 2, 3], [1, 4, 9]); ax.set_title("floor")
-_ = png_bytes(fig)
+fig.canvas.draw(); _ = png_preview(fig), svg_text(fig)
 """
 
 

@@ -149,9 +149,10 @@
     document.querySelectorAll("details").forEach((d) => { d.open = true; });
     document.querySelectorAll(".toggle-hidden").forEach((e) => e.classList.remove("toggle-hidden"));
 
-    // Pictures at the size they were drawn (pixels over the dots per inch stored in the PNG),
-    // never wider than the text: a figure drawn 7 inches wide with 9-point labels prints with
-    // 9-point labels, and at no fewer dots per inch than it was drawn with.
+    // Pictures at the size they were drawn, never wider than the text: an SVG figure carries its
+    // own width (in points, and the same in its style); a PNG is sized by its pixels over the dots
+    // per inch stored in it. A figure drawn 7 inches wide with 9-point labels prints with 9-point
+    // labels (and a PNG at no fewer dots per inch than it was drawn with).
     for (const img of article.querySelectorAll("img")) {
       const dpi = (opts.imageDpi || {})[img.getAttribute("src")];
       if (dpi && img.naturalWidth) {

@@ -7,10 +7,11 @@
    instruction set, so nbval passing proves that no stored output depends on the
    processor. Only those kernels are narrowed: the tests' own process runs PyTorch as a
    reader's machine does.
-2. **Pictures and alt text compared.** nbval normally ignores PNG outputs and output
-   metadata. The book's figures are deterministic and carry their alt text in the
-   metadata, so both are compared too: a stored picture or alt text that no longer
-   matches its code fails the run.
+2. **Pictures and alt text compared.** nbval compares SVG but normally ignores PNG
+   outputs and output metadata. The book's figures (SVG with a PNG preview beside it)
+   are deterministic and carry their alt text, width and smallest font in the metadata,
+   so all of it is compared: a stored picture or alt text that no longer matches its
+   code fails the run.
 3. **One kernel per worker.** nbval starts a kernel for every notebook; here each worker
    keeps one and, between notebooks, sends it the reset ``execute.py`` uses (figures
    closed, matplotlib's defaults back, a new session with an empty namespace, the

@@ -1,4 +1,4 @@
-"""Sphinx glue for the book's pages, through documented hooks only.
+"""Sphinx glue for the book's figures and scripts, through documented hooks only.
 
 1. Figures carry their alt text in the notebook output's metadata (see
    ``book_machinery.figures.show``). myst-nb reads only width and height from there, so
@@ -7,11 +7,10 @@
    image. This extension stops the build at once if that plugin is not installed.
 2. Jupyter Book 1.x adds sphinx-thebe's inline settings script twice and the second copy
    throws a console error; the ``html-page-context`` event drops repeated scripts.
-3. sphinxcontrib-bibtex asks pybtex for its plain-text backend once per citation, and
-   pybtex looks it up among the installed packages' entry points every time (a second or
-   more per hundred citations). Registering the same class once with pybtex's
-   ``register_plugin`` (its documented way to add a plugin at run time) turns every
-   later lookup into a dictionary hit.
+3. A figure is at least as wide on a narrow screen as its smallest letters need
+   (``myst_plugin.phone_width``): after the build, one CSS rule for each width the pages
+   use is written to ``_static/book-figures.css``, and the figure's caption says it
+   scrolls sideways where the screen is narrower than that.
 
 A figure's code cell is tagged ``remove-output``, so the picture appears once on the
 page, where ``{glue:figure}`` places it with its caption.
@@ -19,11 +18,15 @@ page, where ``{glue:figure}`` places it with its caption.
 
 from __future__ import annotations
 
+import re
 from importlib.metadata import entry_points
+from pathlib import Path
 
 from sphinx.errors import ExtensionError
 
 PLUGIN = ("myst_nb.mime_renderers", "book-alt-text")
+FIGURE_CSS = "book-figures.css"
+SCROLL_HINT = "Scroll the figure sideways, or tap it to open it full size."
 
 
 def _drop_duplicate_scripts(app, pagename, templatename, context, doctree):
@@ -47,19 +50,37 @@ def _drop_duplicate_scripts(app, pagename, templatename, context, doctree):
     context["script_files"] = unique
 
 
-def _register_bibtex_backend() -> None:
-    from pybtex.plugin import find_plugin, register_plugin
+def figure_rules(widths: set[int]) -> str:
+    """The CSS for the narrow-screen classes ``book-phone-<N>`` used on the pages:
+    at least ``N`` pixels wide on screen, and a hint above the caption wherever the
+    figure's box is narrower than that (it then scrolls)."""
+    lines = ["/* Written by book_machinery.sphinx_figures: a rule per figure width. */",
+             "@media screen {"]
+    for n in sorted(widths):
+        lines.append(f"  img.book-phone-{n} {{ min-width: {n}px; }}")
+        lines.append(
+            f"  @container book-figure (max-width: {n - 0.02}px) {{ "
+            f"figure:has(img.book-phone-{n}) > figcaption::before {{ "
+            f"content: {SCROLL_HINT!r}; }} }}"
+        )
+    lines.append("}")
+    return "\n".join(lines) + "\n"
 
-    register_plugin(
-        "pybtex.backends",
-        "plaintext",
-        find_plugin("pybtex.backends", "plaintext"),
-        force=True,
-    )
+
+def _write_figure_rules(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    out = Path(app.outdir)
+    widths = {
+        int(n)
+        for page in out.rglob("*.html")
+        for n in re.findall(r"book-phone-(\d+)", page.read_text(encoding="utf-8"))
+    }
+    (out / "_static").mkdir(exist_ok=True)
+    (out / "_static" / FIGURE_CSS).write_text(figure_rules(widths), encoding="utf-8")
 
 
 def setup(app):
-    _register_bibtex_backend()
     group, name = PLUGIN
     if name not in entry_points(group=group).names:
         raise ExtensionError(
@@ -70,4 +91,6 @@ def setup(app):
     app.connect(
         "html-page-context", _drop_duplicate_scripts, priority=999
     )  # after the themes
+    app.add_css_file(FIGURE_CSS)
+    app.connect("build-finished", _write_figure_rules)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

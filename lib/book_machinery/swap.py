@@ -10,8 +10,9 @@ A variant is data: the example's sizes and rates that change. Each notebook's ``
 copied to ``OUT/book/chapters`` and executed there in a kernel that first replaces
 ``transformer_arithmetic``'s ``EXAMPLE_MODEL`` and ``EXAMPLE_ACCELERATOR`` with the
 variant's (built from the stated sizes with the changes on top), so every page reads the
-new example. Nothing in the repository changes. ``--figures`` also writes each figure as
-a PNG, to look at. ``tests/example_swap.py`` uses the same machinery.
+new example. Nothing in the repository changes. ``--figures`` also draws each figure as
+SVG and writes it (and a PNG of it), to look at; without it the SVG is not drawn (the
+labels are checked all the same). ``tests/example_swap.py`` uses the same machinery.
 """
 
 from __future__ import annotations
@@ -105,11 +106,14 @@ def example_of(name: str):
     return model, acc
 
 
-def setup_code(name: str) -> str:
+def setup_code(name: str, vector: bool = False) -> str:
     """Code a kernel runs before its first notebook to make the variant the book's
-    example."""
+    example (and, unless ``vector``, to skip drawing the figures' SVG: a swap run keeps
+    no figure, and its labels are checked all the same)."""
     v = _variant(name)
     return (
+        f"import book_machinery.figures.page as _page; _page.VECTOR = {vector!r}\n"
+        "del _page\n"
         "import transformer_arithmetic as _ta\n"
         "from transformer_arithmetic import shapes as _shapes\n"
         f"_shapes.EXAMPLE_MODEL = _ta.EXAMPLE_MODEL = _ta.ModelShape(\n"
@@ -135,11 +139,13 @@ def prepare(name: str, out: Path, notebooks: list[Path]) -> list[Path]:
     return copies
 
 
-def run(name: str, out: Path, notebooks: list[Path]) -> list[Path]:
-    """Execute ``notebooks`` with the variant in ``out``; return the executed .ipynb
-    paths."""
+def run(
+    name: str, out: Path, notebooks: list[Path], vector: bool = False
+) -> list[Path]:
+    """Execute ``notebooks`` with the variant in ``out`` (figures drawn as SVG if
+    ``vector``); return the executed .ipynb paths."""
     copies = prepare(name, out, notebooks)
-    for done, seconds in execute.run_all(copies, setup=setup_code(name)):
+    for done, seconds in execute.run_all(copies, setup=setup_code(name, vector)):
         print(f"{seconds:6.1f} s  {done}")
     return [c.with_suffix(".ipynb") for c in copies]
 
@@ -155,7 +161,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument(
         "--figures",
         action="store_true",
-        help="write every figure as a PNG beside its notebook",
+        help="draw every figure and write it (SVG and PNG) beside its notebook",
     )
     ap.add_argument("--list", action="store_true")
     args = ap.parse_args(argv)
@@ -165,7 +171,7 @@ def main(argv: list[str]) -> int:
         return 0
     notebooks = args.notebooks or execute.notebooks([])
     out = args.out or Path(tempfile.mkdtemp(prefix=f"swap-{args.variant}-"))
-    done = run(args.variant, out, notebooks)
+    done = run(args.variant, out, notebooks, vector=args.figures)
     if args.figures:
         figure_files.write(done, out / "figures")
     print(f"executed with {args.variant!r} in {out}")

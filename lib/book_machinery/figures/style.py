@@ -58,8 +58,10 @@ PALETTE: dict[str, str] = {
 
 STYLE = {
     "figure.figsize": (7.0, 3.6),
-    "figure.dpi": 150,  # drawn once, at the resolution the page shows
-    "savefig.dpi": 150,
+    # the canvas the layout check draws on, kept as the notebook's PNG preview (the site
+    # and the PDF get SVG)
+    "figure.dpi": 100,
+    "savefig.dpi": 100,
     "font.size": 10.5,
     "axes.titlesize": 11,
     "axes.titleweight": "bold",

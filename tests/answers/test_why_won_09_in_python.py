@@ -16,7 +16,7 @@ from transformer_arithmetic.reference_model import Decoder
 
 pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 
-NOTEBOOK = "why_won/08_in_python"
+NOTEBOOK = "why_won/09_in_python"
 
 
 def blocks_by_rows(context: int, window: int, block: int) -> int:
