@@ -25,6 +25,7 @@ import transformer_arithmetic as ta
 from decoder_reference import CHIP_24GIB, PLAIN_335M
 from transformer_arithmetic import memory, reference_model, sampling, timing, training, work
 from transformer_arithmetic.reference_model import Decoder
+from transformer_arithmetic.units import power_text
 
 pytestmark = pytest.mark.torch_kernels
 
@@ -224,3 +225,11 @@ def test_bad_arguments_are_named():
     ]:
         with pytest.raises(ValueError, match=message):
             call()
+
+
+def test_large_counts_are_written_with_a_power_of_ten():
+    assert power_text(1.4020539664469852e19) == "1.40 \u00d7 10\u00b9\u2079"
+    assert power_text(7.72067819520e23, digits=2) == "7.7 \u00d7 10\u00b2\u00b3"
+    assert power_text(0.00123) == "1.23 \u00d7 10\u207b\u00b3"
+    with pytest.raises(ValueError, match="value must be positive"):
+        power_text(0)
