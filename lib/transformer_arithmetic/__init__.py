@@ -12,6 +12,8 @@ same, full attention, one dense feed-forward part). Modules, each named after a 
   prefill, answers, speculative decoding
 - ``intensity``    operations per byte, the ridge, and where a step stops waiting on
   reading
+- ``training``     a training step's operations, bytes and time, model-flops
+  utilisation, a whole run's compute and days
 - ``masks``        causal, windowed and window-plus-global masks, and their pair counts
 - ``blockwise``    attention worked through tile by tile with a running maximum and sum,
   its traffic counted, and split-KV decoding

@@ -37,11 +37,12 @@ def decode_intensity(m: ModelShape, context: int, batch: int = 1) -> float:
     return batch * decode_flops(m, context) / decode_bytes(m, context, batch)
 
 
-def prefill_intensity(m: ModelShape, tokens: int) -> float:
+def prefill_intensity(m: ModelShape, tokens: int, all_logits: bool = True) -> float:
     """Operations per byte read of the one pass that reads a prompt of ``tokens`` (at
-    least 1)."""
+    least 1; ``all_logits`` as in ``work.prefill_flops``)."""
     tokens = checked_whole("tokens", tokens, minimum=1)
-    return prefill_flops(m, tokens) / (weight_bytes(m) + kv_cache_bytes(m, tokens))
+    flops = prefill_flops(m, tokens, all_logits)
+    return flops / (weight_bytes(m) + kv_cache_bytes(m, tokens))
 
 
 def attainable_flops(acc: Accelerator, intensity: float) -> float:
@@ -78,12 +79,14 @@ def arithmetic_bound_batch(m: ModelShape, acc: Accelerator, context: int) -> int
     return batch
 
 
-def arithmetic_bound_prompt(m: ModelShape, acc: Accelerator) -> int:
+def arithmetic_bound_prompt(
+    m: ModelShape, acc: Accelerator, all_logits: bool = True
+) -> int:
     """Shortest prompt, in tokens, whose prefill waits on arithmetic rather than
-    reading."""
+    reading (``all_logits`` as in ``work.prefill_flops``)."""
 
     def bound(tokens: int) -> bool:
-        arithmetic, reading = prefill_limits(m, acc, tokens)
+        arithmetic, reading = prefill_limits(m, acc, tokens, all_logits)
         return arithmetic >= reading
 
     return first_true(bound)  # prefill arithmetic per byte only grows with the length

@@ -25,6 +25,7 @@ __all__ = [
     "logits_bytes",
     "packed_bits_per_weight",
     "zero_model_state_bytes",
+    "loss_bytes_per_logit",
 ]
 
 
@@ -63,26 +64,30 @@ def training_memory(
     m: ModelShape,
     batch: int = 8,
     seq_len: int = 512,
-    keep_scores: bool = True,
-    dropout: bool = True,
+    keep_scores: bool = False,
+    dropout: bool = False,
     optimizer_states: int = 2,
     state_bytes: int = 4,
     master_bytes: int = 4,
     logit_bytes: int = 4,
+    gradient_bytes: int | None = None,
 ) -> dict[str, int]:
-    """Bytes one training step holds, in six parts: weights and gradients at
-    ``m.bytes_per_number``; the optimiser's ``optimizer_states`` numbers per parameter
-    at ``state_bytes``; a master copy of the weights at ``master_bytes`` (none when the
-    weights are already held in that many bytes or more); the activations kept for the
-    backward pass (``activation_bytes``); and the logits the loss reads
-    (``logits_bytes``)."""
+    """Bytes one training step holds, in six parts: weights at ``m.bytes_per_number``;
+    gradients at ``gradient_bytes`` (None: as the weights); the optimiser's
+    ``optimizer_states`` numbers per parameter at ``state_bytes``; a master copy of the
+    weights at ``master_bytes`` (none when the weights are already held in that many
+    bytes or more); the activations kept for the backward pass (``activation_bytes``;
+    by default as today's training keeps them: no dropout, score grids never stored);
+    and the logits the loss reads (``logits_bytes`` at ``logit_bytes``)."""
     p = parameter_count(m)
     checked_whole("optimizer_states", optimizer_states)
     checked_whole("state_bytes", state_bytes, minimum=1)
     checked_whole("master_bytes", master_bytes, minimum=1)
+    grads = m.bytes_per_number if gradient_bytes is None else gradient_bytes
+    checked_whole("gradient_bytes", grads, minimum=1)
     return {
         "weights": p * m.bytes_per_number,
-        "gradients": p * m.bytes_per_number,
+        "gradients": p * grads,
         "optimiser": p * optimizer_states * state_bytes,
         "master copy": p * master_bytes if master_bytes > m.bytes_per_number else 0,
         "activations": activation_bytes(
@@ -174,8 +179,8 @@ def layer_activation_bytes(
     batch: int,
     seq_len: int,
     *,
-    keep_scores: bool = True,
-    dropout: bool = True,
+    keep_scores: bool = False,
+    dropout: bool = False,
 ) -> dict[str, int]:
     """Bytes one layer keeps for the backward pass, by tensor, counted as Korthikanti et
     al. (2022) count them: activations at ``m.bytes_per_number`` bytes, dropout masks at
@@ -218,8 +223,8 @@ def activation_bytes(
     batch: int,
     seq_len: int,
     *,
-    keep_scores: bool = True,
-    dropout: bool = True,
+    keep_scores: bool = False,
+    dropout: bool = False,
 ) -> int:
     """Bytes all layers keep for the backward pass (``layer_activation_bytes`` times the
     layers)."""
@@ -275,3 +280,8 @@ def zero_model_state_bytes(
     split = (1 if stage < 3 else d, 1 if stage < 2 else d, 1 if stage < 1 else d)
     held = (weight_bytes, gradient_bytes, state_bytes)
     return sum(p * b / n for b, n in zip(held, split))
+def loss_bytes_per_logit(m: ModelShape) -> int:
+    """Bytes each logit costs at the loss's peak in mixed precision: the logit at
+    ``m.bytes_per_number``, the 4-byte log-chance the loss keeps for the backward pass,
+    and that log-chance's 4-byte gradient."""
+    return m.bytes_per_number + 4 + 4

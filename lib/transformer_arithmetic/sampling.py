@@ -17,6 +17,7 @@ __all__ = [
     "mean_chance_drawn",
     "beam_search",
     "top_k_keep",
+    "temperature_slope",
 ]
 
 
@@ -123,3 +124,13 @@ def top_k_keep(probs: Sequence[float] | np.ndarray, k: int) -> np.ndarray:
     if k > probs.size:
         raise ValueError(f"k={k} is more than the {probs.size} words there are")
     return np.argsort(-probs, kind="stable")[:k]
+
+
+def temperature_slope(
+    logits: Sequence[float] | np.ndarray, temperature: float = 1.0
+) -> np.ndarray:
+    """How fast each word's log-chance grows as the chances are cooled, d ln p_i /
+    d(1/T) = z_i - sum_j p_j z_j at ``temperature``: positive for every word whose raw
+    output is above the chance-weighted mean, so that word gains as T falls."""
+    z = np.asarray(logits, dtype=float)
+    return z - (softmax(z, temperature) * z).sum()

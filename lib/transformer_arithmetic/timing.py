@@ -10,9 +10,9 @@ the point is which of the two limits binds.
 from __future__ import annotations
 
 from .checks import checked_fraction, checked_positive, checked_whole
-from .memory import kv_cache_bytes, weight_bytes
+from .memory import kv_bytes_per_token, kv_cache_bytes, weight_bytes
 from .shapes import Accelerator, ModelShape
-from .work import decode_flops, prefill_flops
+from .work import decode_flops, generation_step_flops, prefill_flops
 
 __all__ = [
     "roofline_time",
@@ -30,6 +30,7 @@ __all__ = [
     "verify_step_time",
     "speculative_time_per_token",
     "step_time_at_bits",
+    "generation_step_times",
 ]
 
 
@@ -78,10 +79,12 @@ def throughput(m: ModelShape, acc: Accelerator, context: int, batch: int = 1) ->
     return batch / decode_step_time(m, acc, context, batch)
 
 
-def prefill_time(m: ModelShape, acc: Accelerator, tokens: int) -> float:
+def prefill_time(
+    m: ModelShape, acc: Accelerator, tokens: int, all_logits: bool = True
+) -> float:
     """Seconds to read a prompt of ``tokens`` in one pass (arithmetic or reading, the
-    slower)."""
-    return max(prefill_limits(m, acc, tokens))
+    slower; ``all_logits`` as in ``work.prefill_flops``)."""
+    return max(prefill_limits(m, acc, tokens, all_logits))
 
 
 def answer_time(m: ModelShape, acc: Accelerator, prompt: int, answer: int) -> float:
@@ -97,10 +100,12 @@ def cache_reading_time(m: ModelShape, acc: Accelerator, context: int) -> float:
     return kv_cache_bytes(m, context) / acc.bytes_per_s
 
 
-def prefill_limits(m: ModelShape, acc: Accelerator, tokens: int) -> tuple[float, float]:
+def prefill_limits(
+    m: ModelShape, acc: Accelerator, tokens: int, all_logits: bool = True
+) -> tuple[float, float]:
     """Seconds a prompt of ``tokens`` needs for its arithmetic and for its reading, in
     that order; ``prefill_time`` is the larger of the two."""
-    arithmetic = prefill_flops(m, tokens) / acc.flops_per_s
+    arithmetic = prefill_flops(m, tokens, all_logits) / acc.flops_per_s
     reading = (weight_bytes(m) + kv_cache_bytes(m, tokens)) / acc.bytes_per_s
     return arithmetic, reading
 
@@ -167,3 +172,18 @@ def step_time_at_bits(
     weights = weight_bytes(m) * bits / (8 * m.bytes_per_number)
     reading = (weights + batch * kv_cache_bytes(m, context)) / acc.bytes_per_s
     return max(arithmetic_time(m, acc, context, batch), reading)
+
+
+def generation_step_times(
+    m: ModelShape, acc: Accelerator, new_tokens: int, cache: bool = True
+) -> list[float]:
+    """Seconds of each step of writing ``new_tokens`` from an empty row, on the
+    roofline: the operations of ``work.generation_step_flops`` against the bytes read,
+    every weight and, with a cache, the keys and values of every position in the row
+    (without one they are computed again, not read)."""
+    n = checked_whole("new_tokens", new_tokens)
+    weights, per_token = weight_bytes(m), kv_bytes_per_token(m) if cache else 0
+    return [
+        roofline_time(generation_step_flops(m, k, cache), weights + k * per_token, acc)
+        for k in range(1, n + 1)
+    ]

@@ -23,6 +23,7 @@ __all__ = [
     "summary_flops_per_token",
     "head_flops",
     "generation_flops",
+    "generation_step_flops",
 ]
 
 
@@ -71,11 +72,14 @@ def decode_flops(m: ModelShape, context: int) -> int:
     return 2 * parameter_count(m) + decode_pair_flops(m, context)
 
 
-def prefill_flops(m: ModelShape, tokens: int) -> int:
+def prefill_flops(m: ModelShape, tokens: int, all_logits: bool = True) -> int:
     """Operations to read a prompt of ``tokens`` in one pass: every weight for every
-    token, plus every allowed pair in every layer."""
+    token, plus every allowed pair in every layer. With ``all_logits=False`` the output
+    layer runs at the last position only, the one whose chances are used."""
     tokens = checked_whole("tokens", tokens)
-    return 2 * parameter_count(m) * tokens + m.layers * layer_pair_flops(m, tokens)
+    unused = 0 if all_logits else head_flops(m, max(tokens - 1, 0))
+    pairs = m.layers * layer_pair_flops(m, tokens)
+    return 2 * parameter_count(m) * tokens + pairs - unused
 
 
 def summary_flops_per_token(m: ModelShape, state_size: int = 16) -> int:
@@ -114,3 +118,13 @@ def generation_flops(m: ModelShape, new_tokens: int, cache: bool = True) -> int:
             4 * m.layers * m.heads * m.head_dim * (n * (n + 1) * (n + 2) // 6)
         )  # step k redoes k(k+1)/2
     return layers + head_flops(m, n) + pairs
+
+
+def generation_step_flops(m: ModelShape, step: int, cache: bool = True) -> int:
+    """Operations of step ``step`` (counting from 1, with ``step`` positions in the row)
+    of writing an answer from an empty row, as ``generation_flops`` counts them."""
+    k = checked_whole("step", step, minimum=1)
+    positions = 1 if cache else k
+    pairs = k if cache else k * (k + 1) // 2
+    pair_flops = 4 * m.layers * m.heads * m.head_dim * pairs
+    return m.layers * layer_weight_flops(m, positions) + head_flops(m, 1) + pair_flops

@@ -26,16 +26,29 @@ def sentence_nats() -> float:
     return F.cross_entropy(logits, targets, reduction="sum").item()
 
 
+def per_position() -> torch.Tensor:
+    """The simulated model's loss at each position, by PyTorch."""
+    targets = torch.tensor([simulated.VOCAB.index(w) for w in simulated.TARGETS])
+    logits = torch.tensor(simulated.LOGITS, dtype=torch.float64)
+    return F.cross_entropy(logits, targets, reduction="none")
+
+
+def chance_for_mean(pos: int, mean: float) -> float:
+    """The chance position `pos` must give its right word for the sentence's mean loss to be
+    `mean`, the other positions unchanged: solve n * mean = others + (-ln x) for x."""
+    losses = per_position()
+    others = losses.sum().item() - losses[pos - 1].item()
+    return math.exp(-(len(losses) * mean - others))
+
+
 CHECKS = {
     "ans_ntp_uniform_nats": lambda g: even_guess_loss(g["ex_ntp_vocab"]),
     "ans_ntp_uniform_bits": lambda g: math.log2(g["ex_ntp_vocab"]),
     "ans_ntp_uniform_ppl": lambda g: math.exp(even_guess_loss(ta.EXAMPLE_MODEL.vocab)),
     "ans_ntp_bits_model": lambda g: sentence_nats() / math.log(2),
     "ans_ntp_bits_even": lambda g: len(simulated.TARGETS) * math.log2(len(simulated.VOCAB)),
-    # one label at the end of every complete paragraph: count the paragraph ends one by one
-    "ans_ntp_labels": lambda g: len(range(g["ex_ntp_paragraph"], g["ex_ntp_corpus"] + 1, g["ex_ntp_paragraph"])),
-    "ans_ntp_times": lambda g: g["ex_ntp_corpus"]
-    / len(range(g["ex_ntp_paragraph"], g["ex_ntp_corpus"] + 1, g["ex_ntp_paragraph"])),
+    "ans_ntp_needed": lambda g: chance_for_mean(g["pos_a"], per_position().mean().item() - g["ex_ntp_drop"]),
+    "ans_ntp_most": lambda g: per_position()[g["pos_a"] - 1].item() / len(per_position()),
 }
 
 

@@ -1,7 +1,8 @@
 """Answers of training section 2 (the causal mask), by brute force and PyTorch's attention."""
+from functools import lru_cache
+
 import pytest
 import torch
-from torch.nn import functional as F
 
 import transformer_arithmetic as ta
 from checking import check
@@ -27,13 +28,24 @@ def leak(fill: float, row: int) -> float:
     return weights[row - 1, row:].sum().item()
 
 
-def even_weight(pos: int) -> float:
-    """The weight position `pos` gives position 1 when every score is equal, by PyTorch's
-    own causal attention (zero queries and keys, identity values)."""
-    n = len(simulated.INPUTS)
-    zeros = torch.zeros(1, n, 4, dtype=torch.float64)
-    out = F.scaled_dot_product_attention(zeros, zeros, torch.eye(n, dtype=torch.float64)[None], is_causal=True)
-    return out[0, pos - 1, 0].item()
+def largest_safe_fill(row: int, limit: float) -> float:
+    """The fill at which torch's masked softmax of row `row` leaks exactly `limit`, found by
+    bisection on the leak itself (it rises with the fill)."""
+    low, high = -100.0, 10.0
+    for _ in range(60):
+        mid = (low + high) / 2
+        low, high = (mid, high) if leak(mid, row) < limit else (low, mid)
+    return (low + high) / 2
+
+
+@lru_cache(maxsize=None)
+def tiles_computed(tokens: int, t: int) -> tuple[int, float]:
+    """Tiles of a causal tiled kernel and the blocked share of their scores, counted tile by
+    tile from a real boolean mask."""
+    allowed = torch.ones(tokens, tokens, dtype=torch.bool).tril()
+    tiles = allowed.unflatten(0, (-1, t)).unflatten(2, (-1, t)).any(dim=(1, 3))
+    computed = int(tiles.sum()) * t * t
+    return int(tiles.sum()), (computed - int(allowed.sum())) / computed
 
 
 CHECKS = {
@@ -41,7 +53,10 @@ CHECKS = {
     "ans_mask_skipped": lambda g: M.layers * M.heads * blocked_pairs(g["ex_mask_tokens"]),
     "ans_mask_leak_small": lambda g: leak(g["ex_mask_fill_small"], g["row"]),
     "ans_mask_leak_big": lambda g: leak(g["ex_mask_fill_big"], g["row"]),
-    "ans_mask_even_weight": lambda g: even_weight(g["ex_mask_even_pos"]),
+    "ans_mask_fill": lambda g: largest_safe_fill(g["row"], g["ex_mask_leak_limit"]),
+    "ans_mask_tiles": lambda g: tiles_computed(g["ex_mask_tile_tokens"], g["ex_mask_tile"])[0],
+    "ans_mask_waste": lambda g: tiles_computed(g["ex_mask_tile_tokens"], g["ex_mask_tile"])[1],
+    "ans_mask_waste_half": lambda g: tiles_computed(g["ex_mask_tile_tokens"], g["ex_mask_tile"] // 2)[1],
 }
 
 

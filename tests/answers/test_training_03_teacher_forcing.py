@@ -1,6 +1,6 @@
-"""Answers of training section 3 (teacher forcing and training memory): parameters counted on a
-real PyTorch module, memory from the published formulas, lengths by a closed form."""
-import dataclasses
+"""Answers of training section 3 (teacher forcing, training memory and time): parameters
+counted on a real PyTorch module, memory from the published per-layer formulas, lengths and
+budgets by other routes."""
 import math
 
 import pytest
@@ -13,34 +13,47 @@ pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 
 NOTEBOOK = "training/03_teacher_forcing"
 M, A = ta.EXAMPLE_MODEL, ta.EXAMPLE_ACCELERATOR
+LLAMA = ta.ModelShape(layers=32, heads=32, kv_heads=8, head_dim=128, ffn_width=14336, vocab=128256,
+                      gated_ffn=True, tied_embeddings=False)
+H100_BYTES = 80 * 10**9
 
 
-def bytes_per_parameter(shape: ta.ModelShape) -> int:
-    """Mixed-precision Adam as ZeRO counts it: weights and gradients, two 4-byte moments, and a
-    4-byte master copy when the weights are held in fewer bytes."""
-    n = shape.bytes_per_number
-    return 2 * n + 2 * 4 + (4 if n < 4 else 0)
-
-
-def biggest_batch(seq_len: int, keep_scores: bool) -> int:
+def biggest_batch(seq_len: int, gpt3_era: bool) -> int:
     """The most sequences that fit, solved in closed form from Korthikanti et al.'s per-layer
-    s*b*h*(34 + 5*a*s/h) (or s*b*h*34) and 4-byte logits, with M's dropout-style layer."""
+    s*b*h*(34 + 5*a*s/h) with dropout and stored grids, or s*b*h*32 without either (their 34
+    less two bytes of dropout masks), and 4-byte logits; 16 bytes a parameter for the rest."""
     s, h, a = seq_len, M.width, M.heads
-    per_sequence = M.layers * (34 * s * h + (5 * a * s * s if keep_scores else 0)) + s * M.vocab * 4
-    fixed = torch_params(M) * bytes_per_parameter(M)
-    return (A.memory_bytes - fixed) // per_sequence
+    per_layer = 34 * s * h + 5 * a * s * s if gpt3_era else 32 * s * h
+    per_sequence = M.layers * per_layer + s * M.vocab * 4
+    return (A.memory_bytes - 16 * torch_params(M)) // per_sequence
 
 
-def untied_gated() -> ta.ModelShape:
-    return dataclasses.replace(M, tied_embeddings=False, gated_ffn=True)
+def fewest_chips() -> int:
+    """Chips over which 18 bytes a parameter of the real shape fit in three quarters of each."""
+    return next(c for c in range(1, 1000) if 18 * torch_params(LLAMA) / c <= 0.75 * H100_BYTES)
+
+
+def best_params(budget: float) -> float:
+    """The P with 6 P (20 P) = budget, by bisection on the run's operations."""
+    low, high = 1.0, 1e15
+    for _ in range(200):
+        mid = (low * high) ** 0.5
+        low, high = (mid, high) if 6 * mid * 20 * mid < budget else (low, mid)
+    return (low * high) ** 0.5
+
+
+def budget(g) -> float:
+    return g["ex_tf_team_chips"] * 989e12 * g["u"] * g["ex_tf_team_days"] * 24 * 3600
 
 
 CHECKS = {
-    "ans_tf_untied_params": lambda g: torch_params(untied_gated()),
-    "ans_tf_untied_bytes": lambda g: torch_params(untied_gated()) * bytes_per_parameter(untied_gated()),
+    "ans_tf_batch_today": lambda g: biggest_batch(g["seq_len"], False),
     "ans_tf_batch_kept": lambda g: biggest_batch(g["seq_len"], True),
-    "ans_tf_batch_recomputed": lambda g: biggest_batch(g["seq_len"], False),
     "ans_tf_longest": lambda g: math.floor(math.log(0.5) / math.log(g["ex_tf_q"])),
+    "ans_tf_chips": lambda g: fewest_chips(),
+    "ans_tf_left_gib": lambda g: (H100_BYTES - 18 * torch_params(LLAMA) / fewest_chips()) / 2**30,
+    "ans_tf_budget_params_b": lambda g: best_params(budget(g)) / 1e9,
+    "ans_tf_budget_tokens_b": lambda g: 20 * best_params(budget(g)) / 1e9,
 }
 
 

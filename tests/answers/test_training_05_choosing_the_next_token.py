@@ -1,10 +1,12 @@
 """Answers of training section 5 (choosing the next token), recomputed with torch from the
-simulated raw outputs: torch's softmax and Categorical, a torch top-p, and a beam search
-written out with torch.topk over every path of the simulated tree."""
+simulated raw outputs (torch's softmax and autograd, a torch top-p), and the beam's cost from a
+real decoder's parameters and cache."""
 import pytest
 import torch
 
+import transformer_arithmetic as ta
 from checking import check
+from decoder_reference import cache_bytes_per_token, parameters, weight_bytes
 from transformer_arithmetic import simulated
 
 pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
@@ -34,19 +36,56 @@ def torch_beam(width: int) -> list[tuple[str, float]]:
     return sorted(pairs, key=lambda p: -p[1])[:width]
 
 
-def in_words(items):
-    return ", ".join(items[:-1]) + " and " + items[-1]
+def peak_temperature(word: str) -> float:
+    """The temperature at which `word` has its highest chance at position 4: where the
+    derivative of its chance with respect to T, by autograd, changes sign (bisection)."""
+    i = VOCAB.index(word)
+
+    def rising(t: float) -> bool:                   # its chance still grows with T
+        temp = torch.tensor(t, dtype=torch.float64, requires_grad=True)
+        torch.softmax(ROW4 / temp, -1)[i].backward()
+        return temp.grad.item() > 0
+
+    low, high = 0.05, 1.0
+    for _ in range(60):
+        mid = (low + high) / 2
+        low, high = (mid, high) if rising(mid) else (low, mid)
+    return (low + high) / 2
+
+
+def through(word: str) -> float:
+    """The running total of position 4's sorted chances up to and including `word`."""
+    probs = torch.softmax(ROW4, -1)
+    sorted_p, order = torch.sort(probs, descending=True, stable=True)
+    rank = order.tolist().index(VOCAB.index(word))
+    return float(sorted_p[: rank + 1].sum())
+
+
+LLAMA = ta.ModelShape(layers=32, heads=32, kv_heads=8, head_dim=128, ffn_width=14336, vocab=128256,
+                      gated_ffn=True, tied_embeddings=False)
+H100 = ta.Accelerator(flops_per_s=989e12, bytes_per_s=3.35e12, memory_bytes=80 * 10**9)
+
+
+def widest_beam(m: ta.ModelShape, chip: ta.Accelerator, n: int, budget: float) -> int:
+    """The widest beam whose step, the slower of k * 2P + pairs operations and the weights plus
+    k caches read, takes at most `budget` times one answer's step (a real decoder's counts)."""
+    flops = 2 * parameters(m) + 4 * m.layers * m.heads * m.head_dim * n
+    def step(k):
+        return max(k * flops / chip.flops_per_s,
+                   (weight_bytes(m) + k * n * cache_bytes_per_token(m)) / chip.bytes_per_s)
+    return max(k for k in range(1, 10_000) if step(k) <= budget * step(1))
 
 
 CHECKS = {
-    "ans_sample_cut_kept": lambda g: int((torch_top_p(torch.softmax(ROW4, -1), g["ex_sample_cut"]) > 0).sum()),
-    "ans_sample_cut_top": lambda g: float(torch_top_p(torch.softmax(ROW4, -1), g["ex_sample_cut"]).max()),
-    "ans_sample_cold_entropy": lambda g: float(torch.distributions.Categorical(
-        logits=torch.tensor(simulated.LOGITS[0], dtype=torch.float64) / g["ex_sample_temp"]).entropy()),
-    "ans_sample_cold_kept": lambda g: int((torch_top_p(torch.softmax(
-        torch.tensor(simulated.LOGITS[0], dtype=torch.float64) / g["ex_sample_temp"], -1), g["cut"]) > 0).sum()),
-    "ans_sample_beam_pairs": lambda g: in_words([f'"{w}"' for w, _ in torch_beam(g["ex_sample_width"])]),
-    "ans_sample_beam_last": lambda g: torch_beam(g["ex_sample_width"])[-1][1],
+    "ans_sample_peak_t": lambda g: peak_temperature(g["second_word"]),
+    "ans_sample_peak_p": lambda g: float(torch.softmax(ROW4 / peak_temperature(g["second_word"]), -1)
+                                         [VOCAB.index(g["second_word"])]),
+    "ans_sample_cut_smallest": lambda g: through(g["right_word"]),
+    "ans_sample_cut_shared": lambda g: float(torch_top_p(torch.softmax(ROW4, -1), through(g["right_word"]))
+                                             [VOCAB.index(g["right_word"])]),
+    "ans_sample_beam_toy": lambda g: widest_beam(ta.EXAMPLE_MODEL, ta.EXAMPLE_ACCELERATOR,
+                                                 g["answer_len"], g["ex_sample_budget"]),
+    "ans_sample_beam_real": lambda g: widest_beam(LLAMA, H100, g["answer_len"], g["ex_sample_budget"]),
     "ans_sample_mean_cold": lambda g: float((torch.softmax(ROW4, -1)
                                              * torch.softmax(ROW4 / g["ex_sample_mean_temp"], -1)).sum()),
 }

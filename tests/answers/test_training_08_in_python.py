@@ -1,42 +1,44 @@
-"""Answers of training section 8 (using it in Python), computed another way: PyTorch's own
-loss, a brute-force search over the sorted chances, and a real decoder's cache."""
+"""Answers of training section 8 (using it in Python), computed another way: the operations of a
+real forward and backward pass from the shapes of a real module's matrices, and the smallest
+bfloat16 number from its bits."""
 import math
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 import transformer_arithmetic as ta
 from checking import check
-from decoder_reference import cache_bytes_after as real_cache_bytes  # a real decode loop's cache
-from transformer_arithmetic.simulated import LOGITS
+from transformer_arithmetic.reference_model import Decoder
 
 pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 
 NOTEBOOK = "training/08_in_python"
+SMALL = ta.ModelShape(layers=2, heads=4, kv_heads=2, head_dim=8, ffn_width=32, vocab=40,
+                      bytes_per_number=8)
 
 
-def torch_first_loss(vocab: int) -> float:
-    """F.cross_entropy of equal raw outputs over ``vocab`` words, in eight-byte numbers."""
-    return F.cross_entropy(torch.zeros(1, vocab, dtype=torch.float64), torch.tensor([0])).item()
+def dense_step_flops(m: ta.ModelShape, batch: int, tokens: int) -> int:
+    """Operations of a forward and backward pass with a dense (math) attention kernel: each
+    Linear's in x out weights, times 2 for the forward and 4 for the backward, for every token;
+    the score and weighted-value products over the full tokens x tokens grid, the same."""
+    with torch.device("meta"):
+        decoder = Decoder(m)
+    weights = sum(mod.in_features * mod.out_features for mod in decoder.modules()
+                  if isinstance(mod, torch.nn.Linear))
+    grid = 2 * 2 * m.layers * m.heads * m.head_dim * batch * tokens * tokens   # QK and AV
+    return 3 * (2 * weights * batch * tokens + grid)
 
 
-def brute_force_top_p(row, temperature: float, cut: float) -> int:
-    """Fewest words whose chances reach ``cut``, found by adding the sorted chances one by one."""
-    weights = [math.exp(x / temperature) for x in row]
-    chances = sorted((w / sum(weights) for w in weights), reverse=True)
-    total = 0.0
-    for k, c in enumerate(chances, start=1):
-        total += c
-        if total >= cut:
-            return k
-    return len(chances)
+def smallest_bfloat16() -> float:
+    """The smallest positive bfloat16, the bit pattern 0x0001 read as a bfloat16."""
+    return torch.tensor([1], dtype=torch.int16).view(torch.bfloat16).item()
 
 
 CHECKS = {
-    "ans_py_first_loss": lambda g: torch_first_loss(g["ex_py_vocab"]),
-    "ans_py_cold_kept": lambda g: brute_force_top_p(LOGITS[3], g["ex_py_temp"], g["ex_py_cut"]),
-    "ans_py_cache_bytes": lambda g: real_cache_bytes(ta.EXAMPLE_MODEL, g["ex_py_prompt"], g["ex_py_new"]),
+    "ans_py_count": lambda g: dense_step_flops(SMALL, g["ex_py_batch"], g["ex_py_tokens"]),
+    "ans_py_bf16_gap": lambda g: -math.log(smallest_bfloat16()),
+    # the first whole gap whose chance e^-g rounds to zero in bfloat16: below half the smallest
+    "ans_py_bf16_breaks": lambda g: next(k for k in range(200) if math.exp(-k) < smallest_bfloat16() / 2),
 }
 
 
