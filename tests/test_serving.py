@@ -15,7 +15,8 @@ import math
 import pytest
 
 import transformer_arithmetic as ta
-from transformer_arithmetic.memory import packed_bits_per_weight, zero_model_state_bytes
+from transformer_arithmetic.data_parallel import zero_part_bytes
+from transformer_arithmetic.memory import packed_bits_per_weight
 from transformer_calculator import costs, serving, stored
 from transformer_calculator.chips import chip, derated
 from transformer_calculator.cli import main
@@ -207,10 +208,11 @@ def test_zero_teaching_formula_follows_the_paper():
     """Rajbhandari et al. (2020), Figure 1: 7.5B parameters on 64 devices with K = 12 take
     120 GB, 31.4 GB, 16.6 GB and 1.9 GB a device at stages 0 to 3."""
     p, d = 7_500_000_000, 64
-    got = [zero_model_state_bytes(p, s, d) / 1e9 for s in range(4)]
+    k = {"weights": 2, "gradients": 2, "optimiser": 8, "master copy": 4}  # K = 8 + 4
+    got = [sum(zero_part_bytes(p, k, s, d).values()) / 1e9 for s in range(4)]
     assert [round(g, 1) for g in got] == [120.0, 31.4, 16.6, 1.9]
     with pytest.raises(ValueError, match="devices"):
-        zero_model_state_bytes(p, 1, 0)
+        zero_part_bytes(p, k, 1, 0)
 
 
 # --- the command line ----------------------------------------------------------------------------

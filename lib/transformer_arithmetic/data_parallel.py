@@ -16,6 +16,8 @@ as FSDP pads it).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from .checks import checked_whole
 from .collectives import Link, ring_bytes_sent, ring_time
 from .memory import parameter_count, training_memory
@@ -28,6 +30,7 @@ __all__ = [
     "SHARDED_FROM",
     "training_step_flops",
     "training_state_bytes",
+    "zero_part_bytes",
     "share",
     "zero_state_bytes",
     "zero_step_bytes",
@@ -72,14 +75,25 @@ def zero_state_bytes(m: ModelShape, stage: int, devices: int) -> dict[str, int]:
     """Bytes of each part one of ``devices`` holds under ZeRO ``stage`` (0 to 3): a part
     the stage cuts is one share of the parameters at that part's bytes a number, the
     others are whole."""
-    stage = _stage(stage)
-    n = checked_whole("devices", devices, minimum=1)
     p = parameter_count(m)
-    held = {}
-    for part, whole in training_state_bytes(m).items():
-        per_number = whole // p
-        held[part] = share(p, n) * per_number if stage >= SHARDED_FROM[part] else whole
-    return held
+    per_number = {part: whole // p for part, whole in training_state_bytes(m).items()}
+    return zero_part_bytes(p, per_number, stage, devices)
+
+
+def zero_part_bytes(
+    parameters: int, bytes_a_number: Mapping[str, int], stage: int, devices: int
+) -> dict[str, int]:
+    """Bytes of each part (``bytes_a_number``: its bytes for each parameter, keyed by
+    the names of ``SHARDED_FROM``) one of ``devices`` holds under ZeRO ``stage``, after
+    Rajbhandari et al. (2020): a part the stage cuts is ceil(P / N) numbers, the others
+    all P."""
+    stage = _stage(stage)
+    p = checked_whole("parameters", parameters)
+    n = checked_whole("devices", devices, minimum=1)
+    return {
+        part: (share(p, n) if stage >= SHARDED_FROM[part] else p) * b
+        for part, b in bytes_a_number.items()
+    }
 
 
 def zero_step_bytes(m: ModelShape, stage: int, devices: int) -> dict[str, float]:

@@ -24,7 +24,6 @@ __all__ = [
     "activation_bytes",
     "logits_bytes",
     "packed_bits_per_weight",
-    "zero_model_state_bytes",
     "loss_bytes_per_logit",
 ]
 
@@ -259,27 +258,6 @@ def packed_bits_per_weight(
     return bits + (scale_bits + zero_bits) / group_size
 
 
-def zero_model_state_bytes(
-    parameters: int,
-    stage: int,
-    devices: int,
-    weight_bytes: int = 2,
-    gradient_bytes: int = 2,
-    state_bytes: int = 12,
-) -> float:
-    """Bytes of model states one of ``devices`` devices holds under ZeRO ``stage`` (0 to
-    3), after Rajbhandari et al. (2020): weights, gradients and optimizer states (a
-    float32 master copy and Adam's two moments are 12 bytes a parameter), where stage 1
-    splits the optimizer states across the devices, stage 2 the gradients too, and stage
-    3 the weights too."""
-    p = checked_whole("parameters", parameters)
-    stage = checked_whole("stage", stage)
-    if stage > 3:
-        raise ValueError(f"stage must be 0, 1, 2 or 3, got {stage}")
-    d = checked_whole("devices", devices, minimum=1)
-    split = (1 if stage < 3 else d, 1 if stage < 2 else d, 1 if stage < 1 else d)
-    held = (weight_bytes, gradient_bytes, state_bytes)
-    return sum(p * b / n for b, n in zip(held, split))
 def loss_bytes_per_logit(m: ModelShape) -> int:
     """Bytes each logit costs at the loss's peak in mixed precision: the logit at
     ``m.bytes_per_number``, the 4-byte log-chance the loss keeps for the backward pass,

@@ -16,7 +16,7 @@ the plain decoder, carried over the layout):
 
 ZeRO (Rajbhandari et al., 2020) splits the optimizer states and master copy across the
 N_dp devices from stage 1 on, the gradients too from stage 2, the weights too at stage 3
-(``memory.zero_model_state_bytes`` is the plain formula), where each device also gathers
+(``data_parallel.zero_part_bytes`` is the teaching formula), where each device also gathers
 the largest matrix twice (one in use, one arriving).
 
 Time: forward 2 operations a weight a token plus attention's pairs; backward 2 a weight
@@ -32,7 +32,6 @@ from dataclasses import dataclass
 
 from transformer_arithmetic import Accelerator
 from transformer_arithmetic.checks import checked_whole
-from transformer_arithmetic.memory import zero_model_state_bytes
 from transformer_arithmetic.timing import roofline_time
 
 from . import costs, stored
@@ -56,7 +55,6 @@ __all__ = [
     "step_work",
     "step_bytes",
     "step_time",
-    "plain_model_states",
     "train_figures",
 ]
 
@@ -254,19 +252,6 @@ def step_memory(model: Model, t: Training) -> dict[str, float]:
 
 def _lora_names(t: Training) -> tuple[str, ...]:
     return t.lora.targets if t.lora else ()
-
-
-def plain_model_states(model: Model, t: Training) -> float:
-    """Weights, gradients and optimizer states by the teaching formula (ZeRO's paper),
-    for full training with AdamW in mixed precision: the figure to compare with."""
-    return zero_model_state_bytes(
-        costs.parameters(model),
-        t.zero_stage,
-        t.devices,
-        model.bytes_per_number,
-        model.bytes_per_number,
-        12,
-    )
 
 
 @dataclass(frozen=True)
