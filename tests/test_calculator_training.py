@@ -31,7 +31,7 @@ from transformer_calculator.activations import activation_bytes, logits_bytes, s
 from transformer_calculator.plain import model_of
 from transformer_calculator.training import Training, step_memory
 
-pytestmark = [pytest.mark.torch_kernels, pytest.mark.slow(seconds=8)]
+pytestmark = [pytest.mark.torch_counts, pytest.mark.slow(seconds=8)]
 
 SHAPE = ModelShape(layers=2, heads=4, kv_heads=2, head_dim=16, ffn_width=96, vocab=512, gated_ffn=True,
                    tied_embeddings=False, norm_bias=True, bytes_per_number=2)

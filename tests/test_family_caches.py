@@ -10,7 +10,7 @@ from hf_reference import TINY, build, load_modelling_code, parameter_count, quie
 from transformer_calculator import costs
 from transformer_calculator.config import model_from_config
 
-pytestmark = [pytest.mark.torch_kernels, pytest.mark.transformers]
+pytestmark = [pytest.mark.torch_counts, pytest.mark.transformers]
 
 PROMPT = 8
 """Tokens in the prompt: more than any tiny window (5 positions, so 4 kept tokens)."""

@@ -15,7 +15,7 @@ from transformer_calculator.meta_route import available
 from transformer_calculator.mixers import MixerKind
 from transformer_arithmetic import EXAMPLE_ACCELERATOR
 
-pytestmark = [pytest.mark.transformers, pytest.mark.meta_device, pytest.mark.torch_kernels,
+pytestmark = [pytest.mark.transformers, pytest.mark.meta_device, pytest.mark.torch_counts,
               pytest.mark.slow(seconds=14)]
 
 SAMPLE = {

@@ -8,17 +8,20 @@ PyTorch's kernels alone once sent bfloat16 attention on an AMX processor down on
 packing path, into a packing kernel that PyTorch's narrowed build lacks ("pack_vnni2 is only
 supported when avx512 is supported"); on a processor without AMX the same test passed.
 
-- ``test_torch_tests_pass_at`` runs every test marked ``torch_kernels`` again in a fresh
-  process at each level PyTorch reports this processor has (``default``, ``avx2``,
-  ``avx512`` on x86-64; ``default`` and ``sve256`` on Arm), each with its matching oneDNN
-  and MKL level (``book_machinery.processor.narrowed_env``). The tests' own process is the
-  unnarrowed run.
+- ``check_torch_tests_pass_at`` (run by ``test_processor_level_1.py`` to ``_3.py``, one
+  file per level so the two workers take them side by side) runs every test marked
+  ``torch_kernels`` again in a fresh process at each level PyTorch reports this processor
+  has (``default``, ``avx2``, ``avx512`` on x86-64; ``default`` and ``sve256`` on Arm),
+  each with its matching oneDNN and MKL level
+  (``book_machinery.processor.narrowed_env``). The tests' own process is the unnarrowed
+  run. A file marked ``torch_counts`` runs PyTorch but asserts only counts, shapes and
+  bytes, which no choice of kernel changes: it runs once, unnarrowed.
 - ``test_a_narrowed_run_narrows_every_layer`` catches the mismatch itself on any processor,
   AMX or not: with a level's settings, the instruction set oneDNN reports using (its own
   verbose log) is no wider than that level.
 - ``test_every_torch_test_says_what_it_runs`` keeps the first test complete: a test file that
   imports PyTorch or the torch references is marked ``torch_kernels`` (re-run here) or
-  ``meta_device`` (shapes only, nothing runs).
+  ``meta_device`` (shapes only, nothing runs) or ``torch_counts`` (counts only).
 """
 from __future__ import annotations
 
@@ -34,7 +37,8 @@ import torch
 from book_machinery import processor
 from book_files import ROOT
 
-pytestmark = pytest.mark.slow(seconds=45)
+
+pytestmark = pytest.mark.slow(seconds=8)
 
 TESTS = ROOT / "tests"
 TORCH_MODULES = {"torch", "decoder_reference", "hf_reference", "transformer_arithmetic.reference_model"}
@@ -72,13 +76,26 @@ def marked(mark: str) -> list[Path]:
     return [path for path in sorted(TESTS.rglob("test_*.py")) if mark in _marks(ast.parse(path.read_text()))]
 
 
-@pytest.mark.parametrize("level", supported_levels())
-def test_torch_tests_pass_at(level):
+def check_torch_tests_pass_at(rank: int) -> None:
+    """Every ``torch_kernels`` test file passes again in a fresh process at this
+    processor's ``rank``-th narrowest level (one file per rank, ``test_processor_level_N.py``,
+    so that make test's two workers take the levels side by side)."""
+    levels = supported_levels()
+    if rank >= len(levels):
+        pytest.skip(f"this processor has {len(levels)} level(s): {', '.join(levels)}")
+    level = levels[rank]
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:nbval",
                           "-p", "no:cacheprovider", *map(str, marked("torch_kernels"))],
                          cwd=ROOT, env=_env(level), capture_output=True, text=True)
     assert run.returncode == 0, f"at ATEN_CPU_CAPABILITY={level}:\n{run.stdout[-4000:]}{run.stderr[-2000:]}"
     assert " passed" in run.stdout.splitlines()[-1], run.stdout[-2000:]
+
+
+def test_a_level_file_for_every_level():
+    """The per-level files cover every level PyTorch knows on this architecture."""
+    widest = max(len(v) for v in processor.CAPABILITIES.values())
+    files = sorted(p.name for p in TESTS.glob("test_processor_level_*.py"))
+    assert files == [f"test_processor_level_{i}.py" for i in range(1, widest + 1)], files
 
 
 @pytest.mark.parametrize("level", supported_levels())
@@ -119,7 +136,7 @@ def test_every_torch_test_says_what_it_runs():
     unmarked = []
     for path in sorted(set(TESTS.rglob("test_*.py")) - {Path(__file__)}):   # not the sweep itself
         tree = ast.parse(path.read_text())
-        if _imports(tree) & TORCH_MODULES and not _marks(tree) & {"torch_kernels", "meta_device"}:
+        if _imports(tree) & TORCH_MODULES and not _marks(tree) & {"torch_kernels", "meta_device", "torch_counts"}:
             unmarked.append(str(path.relative_to(ROOT)))
     assert not unmarked, ("these test files use PyTorch but carry neither `pytestmark = "
-                          f"pytest.mark.torch_kernels` nor `meta_device`: {unmarked}")
+                          f"pytest.mark.torch_kernels`, `meta_device` nor `torch_counts`: {unmarked}")

@@ -23,7 +23,7 @@ import hf_reference as H
 from transformer_calculator import stored
 from transformer_calculator.config import model_from_config
 
-pytestmark = [pytest.mark.transformers, pytest.mark.torch_kernels, pytest.mark.slow(seconds=10)]
+pytestmark = [pytest.mark.transformers, pytest.mark.torch_counts, pytest.mark.slow(seconds=10)]
 
 TINY = {**H.tiny("llama-3-8b"), "hidden_size": 64, "intermediate_size": 96, "head_dim": 16,
         "num_attention_heads": 4, "num_key_value_heads": 2, "tie_word_embeddings": False,
