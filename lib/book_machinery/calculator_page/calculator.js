@@ -57,8 +57,8 @@
     const args = [];
     const mode = command(form);
     for (const field of form.querySelectorAll("[data-flag]")) {
-      const owner = field.closest("[data-mode]");
-      if (field.matches(":disabled") || (owner && owner.dataset.mode !== mode)) continue;
+      const owner = field.closest("[data-calc-mode]");
+      if (field.matches(":disabled") || (owner && owner.dataset.calcMode !== mode)) continue;
       if ((field.type === "radio" || field.type === "checkbox") && !field.checked) continue;
       if (field.type === "checkbox") {
         args.push(field.dataset.flag);
@@ -73,8 +73,8 @@
   // Show the fields of the command asked for; hide and disable the other's.
   function showMode(form) {
     const mode = command(form);
-    for (const part of form.querySelectorAll("[data-mode]")) {
-      const mine = part.dataset.mode === mode;
+    for (const part of form.querySelectorAll("[data-calc-mode]")) {
+      const mine = part.dataset.calcMode === mode;
       part.hidden = !mine;
       if (part.tagName === "FIELDSET") part.disabled = !mine;
     }
@@ -189,11 +189,11 @@
 
   // Bars over named categories, each a stack of segments (a segment ends at `top`, or
   // `value` above the one below it); an optional reference line.
-  function barChart({ width, categories, stacks, kind, yTitle, xTitle, line, label }) {
+  function barChart({ width, categories, stacks, kind, yTitle, xTitle, line, label, always }) {
     const height = 230, left = 58, right = 12, top = 26, bottom = 44;
     const tops = stacks.map((s) => s.reduce((a, seg) => (seg.top !== undefined ? seg.top : a + seg.value), 0));
     const data = Math.max(...tops);
-    const lineShown = Boolean(line) && line.value <= 4 * Math.max(data, 1e-300);
+    const lineShown = Boolean(line) && (always || line.value <= 4 * Math.max(data, 1e-300));
     const [scale, unit] = unitFor(kind, Math.max(data, lineShown ? line.value : 0));
     const { top: yTop, values } = niceTicks(Math.max(data, lineShown ? line.value : 0) / scale, 4);
     const plotW = width - left - right, plotH = height - top - bottom;
@@ -257,6 +257,7 @@
           title: `one conversation's cache at ${integer(r.tokens)} tokens` }]),
       kind: "bytes", yTitle: "memory", xTitle: "tokens in the conversation",
       line: { value: usable, text: `memory the engine may use (${share} of the chip's)` },
+      always: true,
       label: `Bars of the weights and one conversation's cache at ${rows.length} `
         + `length${rows.length === 1 ? "" : "s"}, `
         + `${integer(rows[0].tokens)} to ${integer(rows[rows.length - 1].tokens)} tokens, `
