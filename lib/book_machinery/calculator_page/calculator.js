@@ -122,7 +122,7 @@
   }
 
   // A line that says the model cannot run here is marked, so it is read first.
-  const WARNING = /do not fit|cannot run|none printed/;
+  const WARNING = /do not fit|cannot run|none printed|^Chips for the weights/;
 
   function renderLines(block) {
     return el("ul", { class: "calc-lines" }, block.items.map((item) => {
