@@ -220,6 +220,7 @@ def reset(tab: Tab) -> None:
             else if (f.type === 'checkbox') f.checked = false;
         }
         document.querySelector('.calc-more').open = false;
+        document.querySelector('#calc-json').value = '';
     }""")
     tab.page.check("#calc-command-report")
     tab.page.check("#calc-chip-example")
@@ -375,6 +376,7 @@ def test_a_request_on_a_named_chip_gives_the_command_lines_numbers(tab):
     share = expected["serving"]["memory_utilization"]
     assert memory.locator("line.calc-limit").count() == 1
     assert f"{share:.0%} of the chip's" in memory.locator(".calc-limit-text").text_content()
+    assert f"{share:.0%} of the chip's" in memory.locator(".calc-legend").inner_text()
     assert memory.locator("rect.calc-weights title").first.text_content() == "the weights"
     # the batch pictures have a bar for each batch asked for; the request's two a bar
     for svg in range(1, 3):

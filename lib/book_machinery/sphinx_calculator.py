@@ -129,10 +129,10 @@ def _choice_options(flag: str, default: str | None = None) -> str:
     )
 
 
-def _chips() -> list[dict]:
-    """The shipped chips as ``chips --json`` lists them, each with ``summary``: its
-    figures in the words of the ``chips`` command's text."""
-    runs = _trace().extra_runs
+def shipped_chips(found: calculator_bundle.Trace) -> list[dict]:
+    """The shipped chips as ``chips --json`` lists them in the trace, each with
+    ``summary``: its figures in the words of the ``chips`` command's text."""
+    runs = found.extra_runs
     rows = json.loads(runs["chips --json"]["out"])
     summaries = {}
     for line in runs["chips"]["out"].splitlines():
@@ -142,7 +142,7 @@ def _chips() -> list[dict]:
     return [{**row, "summary": summaries[row["key"]]} for row in rows]
 
 
-def _chip_options(chips: list[dict]) -> str:
+def chip_options(chips: list[dict]) -> str:
     """The ``<option>`` elements of the form's list of chips."""
     return "\n".join(
         f'<option value="{html.escape(c["key"])}"'
@@ -164,7 +164,7 @@ def _chip_about(row: dict) -> str:
 
 def _form_html(example: str, live: bool) -> str:
     found = _trace()
-    chips = _chips()
+    chips = shipped_chips(found)
     if DEFAULT_CHIP not in [c["key"] for c in chips]:
         raise ExtensionError(f"calculator: no shipped chip called {DEFAULT_CHIP!r}")
     options = "\n".join(
@@ -187,7 +187,7 @@ def _form_html(example: str, live: bool) -> str:
         bundle=f"{BUNDLE}?v={calculator_bundle.digest(_bundle()[0])}",
         max_file_bytes=found.max_file_bytes,
         options=options,
-        chip_options=_chip_options(chips),
+        chip_options=chip_options(chips),
         weights_options=_choice_options("--weights"),
         kv_options=_choice_options("--kv-dtype"),
         optimizer_options=_choice_options("--optimizer", TRAIN_DEFAULTS["--optimizer"]),

@@ -223,14 +223,18 @@
     });
     svg.append(el("text", { x: left + plotW / 2, y: height - 6, class: "calc-axis-title",
                             "text-anchor": "middle", text: xTitle }));
+    // The line's label sits above it (below it when the line is near the top), unless a
+    // bar reaches the line: then the legend alone names it, and no bar is written over.
+    const labelled = lineShown && tops.every((t) => t < 0.8 * line.value);
     if (lineShown) {
       const ly = y(line.value);
       svg.append(el("line", { x1: left, x2: width - right, y1: ly, y2: ly, class: "calc-limit" }));
-      // The label sits above the line, or below it when the line is near the top.
-      svg.append(el("text", { x: left + 4, y: ly - 5 < top ? ly + 14 : ly - 5,
-                              class: "calc-limit-text", text: line.text }));
+      if (labelled) {
+        svg.append(el("text", { x: left + 4, y: ly - 5 < top ? ly + 14 : ly - 5,
+                                class: "calc-limit-text", text: line.text }));
+      }
     }
-    return { svg, lineShown };
+    return { svg, lineShown, labelled };
   }
 
   function legend(entries) {
