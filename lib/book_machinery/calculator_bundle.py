@@ -34,7 +34,9 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["LIB", "PACKAGES", "GUARD", "EXTRA_RUNS", "Trace", "trace", "bundle", "digest"]
+__all__ = [
+    "LIB", "PACKAGES", "GUARD", "EXTRA_RUNS", "Trace", "trace", "bundle", "digest"
+]
 
 LIB = Path(__file__).resolve().parents[1]
 PACKAGES = ("transformer_calculator", "transformer_arithmetic")
@@ -91,7 +93,7 @@ for path in example_configs():
         runs.setdefault(path.stem, {})[kind] = {
             "code": code, "out": out.getvalue(), "err": err.getvalue()}
 extra = {}
-for argv in EXTRA_RUNS:  # every command the form offers, so the zip holds what each loads
+for argv in EXTRA_RUNS:  # each question the form asks, so the zip holds what it loads
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(list(argv))
