@@ -237,8 +237,10 @@ def _runtime(app) -> Path:
     return Path(app.srcdir) / app.config.calculator_runtime
 
 
-def _check_runtime(app):
-    if app.builder.name != "html":
+def _check_runtime(app, env):
+    """The runtime must be there when a page of the book holds the form (a book without
+    one, such as a one-section preview, builds without it)."""
+    if app.builder.name != "html" or not getattr(env, "calculator_docs", set()):
         return
     missing = [f for f in RUNTIME_FILES if not (_runtime(app) / f).exists()]
     if missing:
@@ -287,7 +289,7 @@ def setup(app):
         text=(_visit_other, None),
     )
     app.add_directive("calculator", CalculatorDirective)
-    app.connect("builder-inited", _check_runtime)
+    app.connect("env-updated", _check_runtime)
     app.connect("doctree-read", _note_page)
     app.connect("env-purge-doc", _purge)
     app.connect("env-merge-info", _merge)
