@@ -11,12 +11,16 @@ here, quickly, for ``make check``:
 - the trace is not fooled: a module that imports numpy makes it fail, naming numpy;
 - the zip holds exactly the traced modules' sources and the shipped configs, byte for
   byte, and is the same on every build;
+- every other question the form asks (the chips, a report with every serving option,
+  train) runs there too, and the form's lists and named defaults are the command line's;
 - the page's colours are the book's palette.
 """
 from __future__ import annotations
 
 import contextlib
+import html
 import io
+import json
 import re
 import subprocess
 import sys
@@ -26,10 +30,12 @@ from pathlib import Path
 import pytest
 
 from book_machinery import calculator_bundle
-from book_machinery.calculator_bundle import LIB, bundle, trace
+from book_machinery.calculator_bundle import EXTRA_RUNS, LIB, bundle, trace
+from book_machinery.sphinx_calculator import TRAIN_DEFAULTS, chip_options, shipped_chips
 from book_machinery.figures import PALETTE
 from transformer_calculator.cli import main as command_line
 from transformer_calculator.config import example_configs
+from transformer_calculator.formats import CACHE_FORMATS, WEIGHT_FORMATS
 
 CSS = LIB / "book_machinery" / "calculator_page" / "calculator.css"
 
@@ -77,6 +83,54 @@ def test_the_zip_holds_what_the_command_line_loaded(traced):
 
 def test_the_pages_colours_are_the_books_palette():
     css = CSS.read_text()
-    for concept in ("weights", "cache", "reading", "arithmetic"):
-        found = re.search(rf"--calc-{concept}:\s*(#[0-9A-Fa-f]{{6}})", css)
-        assert found and found[1].upper() == PALETTE[concept].upper(), concept
+    colours = dict(re.findall(r"--calc-([a-z]+):\s*(#[0-9A-Fa-f]{6})", css))
+    for concept in ("weights", "cache", "reading", "arithmetic", "given", "new",
+                    "gradients", "master", "optimiser", "activations", "logits"):
+        assert colours.get(concept, "").upper() == PALETTE[concept].upper(), concept
+
+
+def test_every_question_the_form_asks_is_traced(traced):
+    """The chips listed, a report with every serving option, and train: each ran in the
+    traced Python, so the zip holds what each loads, and said what this process says."""
+    assert set(traced.extra_runs) == {" ".join(argv) for argv in EXTRA_RUNS}
+    for argv in EXTRA_RUNS:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = command_line(list(argv))
+        run = traced.extra_runs[" ".join(argv)]
+        assert (run["code"], run["out"], run["err"]) == (code, out.getvalue(), ""), argv
+        assert code == 0, argv
+    assert "transformer_calculator/data/chips.json" in bundle(traced.modules)[1]
+    assert "transformer_calculator.training" in traced.modules
+
+
+def test_the_forms_lists_are_the_command_lines(traced, tmp_path):
+    """The form's choices are the command line's, and the defaults it names are the
+    ones ``train`` takes when the option is not given."""
+    assert traced.choices["--weights"] == ["bf16", "fp16", *WEIGHT_FORMATS]
+    assert traced.choices["--kv-dtype"] == list(CACHE_FORMATS)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert command_line(["train", "plain-small", "--json"]) == 0
+    step = json.loads(out.getvalue())["training"]
+    for flag, default in TRAIN_DEFAULTS.items():
+        assert step[flag.removeprefix("--")] == default, flag
+        assert default in traced.choices[flag]
+    with contextlib.redirect_stderr(io.StringIO()) as err:
+        assert command_line(["train", "plain-small", "--optimizer", "nadam"]) == 2
+    assert "--optimizer" in err.getvalue()
+
+
+def test_the_chip_list_is_the_chips_table(traced):
+    """Each chip in the form's list shows the figures the ``chips`` command prints, and
+    its source."""
+    options = chip_options(shipped_chips(traced))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert command_line(["chips", "--json"]) == 0
+    rows = json.loads(out.getvalue())
+    assert options.count("<option ") == len(rows)
+    for row in rows:
+        assert f'data-source="{html.escape(row["source"])}"' in options, row["key"]
+        assert f'<option value="{row["key"]}"' in options
+    assert 'value="h100-sxm" ' in options and " selected>" in options

@@ -14,6 +14,13 @@ line's, run here in this process (``transformer_calculator.cli.main``, what
 - llama-3-8b: 8,030,261,248 parameters and its cache bytes, as the issue states them;
 - a broken JSON pasted into the form gives the command line's own one-line error;
 - another chip changes the times, to the command line's times for that chip;
+- the questions of issue 21 through the form: llama-3-8b on the H100 SXM chosen by name,
+  at 8,192 tokens, batches of 1 and 32, a request of 2,000 + 500 tokens, gives the
+  command line's numbers and words, with a picture for each (the engine's memory
+  marked); mixtral-8x7b does not fit an L40S as published (the report's line on the
+  chips it needs, no speed picture) and fits with int4 weights and an fp8 cache; a batch
+  of 0 gives the command line's own one-line error; the train mode gives ``train``'s
+  numbers and words;
 - the keyboard alone can use the form, every control has a label, the results are
   announced (a live region), and at 390 px nothing is wider than the screen;
 - without WebAssembly the page says so and keeps the example the build computed;
@@ -194,7 +201,6 @@ def tab(browser):
         "seconds_the_worker_took_to_start_python_and_the_calculator": started,
     }, indent=1))
     t.started = started
-    screenshot(t.page, ARTIFACTS / "calculator_1280.png")
     yield t
     t.close()
 
@@ -202,6 +208,52 @@ def tab(browser):
 def choose(tab: Tab, name: str) -> None:
     tab.page.check("#calc-source-shipped")
     tab.page.select_option("#calc-config", name)
+
+
+def reset(tab: Tab) -> None:
+    """Every option of the form back to empty (the command line's defaults), the
+    report mode, the book's example chip; nothing is computed."""
+    tab.page.evaluate("""() => {
+        for (const f of document.querySelectorAll('.calc-form [data-flag]')) {
+            if (f.type === 'text') f.value = '';
+            else if (f.tagName === 'SELECT') f.selectedIndex = 0;
+            else if (f.type === 'checkbox') f.checked = false;
+        }
+        document.querySelector('.calc-more').open = false;
+        document.querySelector('#calc-json').value = '';
+    }""")
+    tab.page.check("#calc-command-report")
+    tab.page.check("#calc-chip-example")
+
+
+REQUEST = {"#calc-context": "8192", "#calc-batch": "1,32", "#calc-prompt": "2000",
+           "#calc-answer": "500"}
+REQUEST_ARGV = ("report", "llama-3-8b", "--chip", "h100-sxm", "--context", "8192",
+                "--batch", "1,32", "--prompt", "2000", "--answer", "500")
+
+
+def ask_the_request(tab: Tab) -> None:
+    """llama-3-8b on the H100 SXM chosen by name, with the request's four fields."""
+    choose(tab, "llama-3-8b")
+    tab.page.check("#calc-chip-named")
+    tab.page.select_option("#calc-chip-name", "h100-sxm")
+    for field, value in REQUEST.items():
+        tab.page.fill(field, value)
+    assert tab.compute() == "computed", tab.page.inner_text(".calc-status")
+
+
+def shown_like_the_command_line(tab: Tab, *argv: str) -> dict:
+    """The page's report equals the command line's JSON, and its tables and lines say
+    the command line's words; the command line's JSON, returned."""
+    code, out, _ = cli(*argv, "--json")
+    assert code == 0
+    expected = json.loads(out)
+    assert tab.page.evaluate("window.bookCalculator.report") == expected
+    code, text, _ = cli(*argv)
+    assert code == 0 and words(tab.page.evaluate(SHOWN_TEXT)) == words(text)
+    command = tab.page.inner_text(".calc-command code")
+    assert command.endswith(" ".join(argv)), command
+    return expected
 
 
 def test_the_calculator_starts_offline_from_the_site_itself(tab):
@@ -225,7 +277,7 @@ def test_llama_3_8b_has_its_parameters_and_cache(tab):
     cache = tab.page.locator(".calc-table").first.inner_text()
     for row in report["lengths"]:
         assert row["cache_bytes"] == row["tokens"] * 131_072
-    assert "1,024\t128.00 MiB" in cache and "131,072\t16.00 GiB" in cache, cache
+    assert "1,024\t128.00 MiB" in cache and "131,072 *\t16.00 GiB" in cache, cache  # past 8,192: marked
 
 
 @pytest.mark.parametrize("config", [p.stem for p in example_configs()])
@@ -234,10 +286,13 @@ def test_every_shipped_config_gives_the_command_lines_numbers(tab, config):
     assert tab.compute() == "computed", tab.page.inner_text(".calc-status")
     code, out, _ = cli("report", config, "--json")
     assert code == 0
-    assert tab.page.evaluate("window.bookCalculator.report") == json.loads(out)
+    report = json.loads(out)
+    assert tab.page.evaluate("window.bookCalculator.report") == report
     code, text, _ = cli("report", config)
     assert words(tab.page.evaluate(SHOWN_TEXT)) == words(text)
-    assert tab.page.locator(".calc-results svg").count() == 3   # memory; tokens and wait
+    # memory; tokens and wait, unless the weights do not fit (then no speed is given)
+    pictures = 1 + 2 * len(report["batch_contexts"]) if report["weights_fit"] else 1
+    assert tab.page.locator(".calc-results svg").count() == pictures
 
 
 def test_a_broken_json_gives_the_command_lines_one_line_error(tab, tmp_path):
@@ -280,7 +335,12 @@ def test_the_form_works_from_the_keyboard_and_says_what_each_control_is(tab):
         '.calc-form input, .calc-form select, .calc-form textarea')]
         .filter(e => !e.labels || e.labels.length === 0).map(e => e.id)""")
     assert not unlabelled, unlabelled
-    assert page.locator(".calc-form fieldset > legend").count() == 2
+    assert page.locator(".calc-form fieldset").count() >= 8
+    assert page.locator(".calc-form fieldset:not(:has(> legend))").count() == 0
+    described = page.evaluate("""[...document.querySelectorAll('[aria-describedby]')]
+        .flatMap(e => e.getAttribute('aria-describedby').split(' '))
+        .filter(id => !document.getElementById(id))""")
+    assert not described, f"hints that are not on the page: {described}"
     assert page.get_attribute(".calc-status", "aria-live") == "polite"
     choose(tab, "mistral-7b-v0.1")
     page.focus("#calc-gib")
@@ -296,10 +356,116 @@ def test_the_form_works_from_the_keyboard_and_says_what_each_control_is(tab):
     page.check("#calc-chip-example")
 
 
+def test_a_request_on_a_named_chip_gives_the_command_lines_numbers(tab):
+    reset(tab)
+    ask_the_request(tab)
+    expected = shown_like_the_command_line(tab, *REQUEST_ARGV)
+    assert [r["batch"] for r in expected["throughput"]] == [1, 32]
+    assert len(expected["requests"]) == 2
+    page = tab.page
+    # the memory picture, the batch's two and the request's, each before its table
+    figures = page.locator(".calc-results figure")
+    assert figures.count() == 3 and page.locator(".calc-results svg").count() == 4
+    titles = page.evaluate("""[...document.querySelectorAll('.calc-results figure')].map(
+        f => f.nextElementSibling.querySelector('.calc-table-title').innerText)""")
+    assert [t.split(",")[0].split(" (")[0] for t in titles] == [
+        "Cache and memory by conversation length", "Many conversations at once",
+        "A request of 2"], titles
+    # the memory picture marks the engine's share of the chip's memory, and the weights
+    memory = figures.nth(0)
+    share = expected["serving"]["memory_utilization"]
+    assert memory.locator("line.calc-limit").count() == 1
+    assert f"{share:.0%} of the chip's" in memory.locator(".calc-limit-text").text_content()
+    assert f"{share:.0%} of the chip's" in memory.locator(".calc-legend").inner_text()
+    assert memory.locator("rect.calc-weights title").first.text_content() == "the weights"
+    # the batch pictures have a bar for each batch asked for; the request's two a bar
+    for svg in range(1, 3):
+        ticks = page.locator(".calc-results svg").nth(svg).locator("text[text-anchor=middle]")
+        assert ticks.all_text_contents()[:2] == ["1", "32"]
+    assert figures.nth(2).locator("rect.calc-given").count() == 2
+    assert figures.nth(2).locator("rect.calc-new").count() == 2
+    # the chip's figures in the list, and its source linked, as the chips table has them
+    code, out, _ = cli("chips", "--json")
+    row = next(c for c in json.loads(out) if c["key"] == "h100-sxm")
+    assert page.get_attribute("#calc-chip-about a", "href") == row["source"]
+    assert row["note"] in page.inner_text("#calc-chip-about")
+    assert row["name"] in page.locator("#calc-chip-name option:checked").inner_text()
+    screenshot(page, ARTIFACTS / "calculator_1280.png")
+    reset(tab)
+
+
+def test_int4_weights_and_an_fp8_cache_fit_mixtral_on_an_l40s(tab):
+    reset(tab)
+    choose(tab, "mixtral-8x7b")
+    tab.page.check("#calc-chip-named")
+    tab.page.select_option("#calc-chip-name", "l40s")
+    assert tab.compute() == "computed"
+    published = shown_like_the_command_line(tab, "report", "mixtral-8x7b", "--chip", "l40s")
+    assert not published["weights_fit"] and not published["throughput"]
+    _, text, _ = cli("report", "mixtral-8x7b", "--chip", "l40s")
+    needs = next(line for line in text.splitlines() if line.startswith("Chips for"))
+    warning = tab.page.locator(".calc-results li.calc-warning").all_inner_texts()
+    assert any(" ".join(w.split()) == " ".join(needs.split()) for w in warning), warning
+    assert tab.page.locator(".calc-results svg").count() == 1     # memory, and no speed
+    caption = tab.page.inner_text(".calc-results figcaption")
+    assert f"{published['chips_for_weights']} chips of this kind" in caption
+    tab.page.select_option("#calc-weights", "int4")
+    tab.page.select_option("#calc-kv", "fp8")
+    assert tab.compute() == "computed"
+    packed = shown_like_the_command_line(
+        tab, "report", "mixtral-8x7b", "--chip", "l40s", "--weights", "int4",
+        "--kv-dtype", "fp8")
+    assert packed["weights_fit"] and packed["throughput"]
+    assert tab.page.locator(".calc-results svg").count() == 3     # memory; tokens, wait
+    assert not tab.page.locator(".calc-results li.calc-warning").count()
+    reset(tab)
+
+
+def test_a_batch_of_0_gives_the_command_lines_one_line_error(tab):
+    reset(tab)
+    choose(tab, "llama-3-8b")
+    tab.page.fill("#calc-batch", "0")
+    assert tab.compute() == "error"
+    code, _, err = cli("report", "llama-3-8b", "--accelerator", "example", "--batch", "0")
+    shown = tab.page.inner_text(".calc-status").strip()
+    assert code == 2 and shown == err.strip() and "\n" not in shown, (shown, err)
+    assert "--batch" in shown
+    assert tab.page.locator(".calc-results").is_hidden()
+    reset(tab)
+
+
+def test_the_train_mode_gives_the_train_commands_numbers(tab):
+    reset(tab)
+    page = tab.page
+    choose(tab, "llama-3-8b")
+    page.check("#calc-chip-named")
+    page.select_option("#calc-chip-name", "h100-sxm")
+    page.check("#calc-command-train")
+    assert page.locator("#calc-lora-rank").is_visible()
+    assert page.locator("#calc-context").is_hidden() and page.locator("#calc-kv").is_hidden()
+    page.fill("#calc-lora-rank", "16")
+    page.select_option("#calc-weights", "nf4")
+    page.select_option("#calc-zero", "2")
+    page.fill("#calc-devices", "8")
+    page.fill("#calc-train-batch", "4")
+    assert tab.compute() == "computed", page.inner_text(".calc-status")
+    expected = shown_like_the_command_line(
+        tab, "train", "llama-3-8b", "--chip", "h100-sxm", "--batch", "4",
+        "--zero-stage", "2", "--devices", "8", "--lora-rank", "16", "--weights", "nf4")
+    assert expected["training"]["lora"] and expected["training"]["zero_stage"] == 2
+    parts = page.locator(".calc-results svg rect.calc-bar title").all_text_contents()
+    assert parts == [name for name, b in expected["memory"].items() if b > 0], parts
+    reset(tab)
+    assert page.locator("#calc-context").is_visible()
+
+
 def test_it_fits_a_phone(tab):
     page = tab.page
+    reset(tab)
     page.set_viewport_size({"width": 390, "height": 900})
     try:
+        ask_the_request(tab)
+        page.evaluate("document.querySelector('.calc-more').open = true")
         page.wait_for_function(  # the pictures are redrawn for the narrower column
             "() => [...document.querySelectorAll('.calc-results svg')].every("
             "s => s.getBoundingClientRect().right <= window.innerWidth)", timeout=10_000)
@@ -312,6 +478,7 @@ def test_it_fits_a_phone(tab):
         screenshot(page, ARTIFACTS / "calculator_390.png")
     finally:
         page.set_viewport_size({"width": 1280, "height": 900})
+        reset(tab)
 
 
 def test_only_its_page_loads_it(site):

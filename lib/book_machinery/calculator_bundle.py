@@ -8,8 +8,11 @@ standard library and nothing else). What it loads is found by running, not by a 
    library's own packages (an import of numpy or any other installed package fails
    there, as it would in the page), runs the command line
    (``python -m transformer_calculator report NAME [--json]``) on every shipped config,
-   and reports every module of ``lib/`` that was loaded, the shipped configs' names and
-   each run's exit code, output and error line.
+   lists the shipped chips (``chips``, as text and JSON) and asks one question of each
+   other kind the page's form asks (``EXTRA_RUNS``: a named chip, formats, lengths,
+   batches, a request, the serving options, ``train``), and reports every module of
+   ``lib/`` that was loaded, the shipped configs' names and each run's exit code,
+   output and error line.
 2. ``bundle(modules)`` zips those modules' source files, with the package data that
    ``pyproject.toml`` declares for their packages (the shipped configs), byte for byte
    the same on every build (fixed dates and order).
@@ -31,7 +34,9 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["LIB", "PACKAGES", "GUARD", "Trace", "trace", "bundle", "digest"]
+__all__ = [
+    "LIB", "PACKAGES", "GUARD", "EXTRA_RUNS", "Trace", "trace", "bundle", "digest"
+]
 
 LIB = Path(__file__).resolve().parents[1]
 PACKAGES = ("transformer_calculator", "transformer_arithmetic")
@@ -57,6 +62,20 @@ sys.meta_path.insert(0, PageImports())
 """The opening of a script that then imports as the page does: the standard library and
 ``PACKAGES`` (which the script defines before it), and nothing else."""
 
+EXTRA_RUNS = (
+    ("chips", "--json"),
+    ("chips",),
+    ("report", "mixtral-8x7b", "--chip", "l40s", "--weights", "int4", "--kv-dtype",
+     "fp8", "--context", "1024,8192", "--batch", "1,8", "--prompt", "100", "--answer",
+     "10", "--flops-efficiency", "0.5", "--hbm-memory-efficiency", "0.8",
+     "--gpu-memory-utilization", "0.85", "--block-size", "32"),
+    ("train", "llama-3-8b", "--lora-rank", "8", "--weights", "nf4", "--zero-stage", "3",
+     "--devices", "4", "--optimizer", "adam8bit", "--recompute", "full", "--json"),
+)
+"""Runs besides each config's report: the chips table the form lists (as JSON and as
+text) and one run of each other kind of question the form asks, so that the trace
+loads every module those need."""
+
 _RUNS = r"""
 import contextlib, io, json
 
@@ -73,13 +92,26 @@ for path in example_configs():
             code = main(["report", path.stem, *extra])
         runs.setdefault(path.stem, {})[kind] = {
             "code": code, "out": out.getvalue(), "err": err.getvalue()}
+extra = {}
+for argv in EXTRA_RUNS:  # each question the form asks, so the zip holds what it loads
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    extra[" ".join(argv)] = {"code": code, "out": out.getvalue(), "err": err.getvalue()}
 modules = {
     name: module.__file__ for name, module in sorted(sys.modules.items())
     if name.partition(".")[0] in PACKAGES and getattr(module, "__file__", None)}
+from transformer_calculator.activations import RECOMPUTE
+from transformer_calculator.cli import WEIGHT_CHOICES
+from transformer_calculator.formats import CACHE_FORMATS
+from transformer_calculator.training import OPTIMIZERS
+choices = {"--weights": list(WEIGHT_CHOICES), "--kv-dtype": list(CACHE_FORMATS),
+           "--optimizer": list(OPTIMIZERS), "--recompute": list(RECOMPUTE)}
 chip = {"text": str(acc), "numbers": [
     f"{acc.flops_per_s:g}", f"{acc.bytes_per_s:g}", f"{acc.memory_bytes / GIB:g}"]}
 print(json.dumps({"modules": modules, "configs": sorted(runs), "runs": runs,
-                  "max_file_bytes": MAX_FILE_BYTES, "example_chip": chip}))
+                  "extra_runs": extra, "max_file_bytes": MAX_FILE_BYTES,
+                  "example_chip": chip, "choices": choices}))
 """
 
 
@@ -93,18 +125,23 @@ class Trace:
     """The shipped configs' names, as the command line takes them."""
     runs: dict[str, dict[str, dict]]
     """For each config, the ``json`` and ``text`` run: exit code, output, error."""
+    extra_runs: dict[str, dict]
+    """For each of ``EXTRA_RUNS`` (its words joined by spaces): exit code, output,
+    error."""
     max_file_bytes: int
     """The largest config file the calculator reads, in bytes."""
     example_chip: dict
     """The book's example accelerator: as the library writes it (``text``) and as the
     three numbers ``--accelerator`` takes (``numbers``)."""
+    choices: dict[str, list[str]]
+    """The values the command line takes for each option that has a fixed list."""
 
 
 def trace() -> Trace:
     """Run the command line on every shipped config in a Python that has only the
     standard library and the library's packages; raise RuntimeError, with the
     traceback's last lines, if the calculator imports anything else."""
-    script = f"PACKAGES = {PACKAGES!r}\n{GUARD}{_RUNS}"
+    script = f"PACKAGES = {PACKAGES!r}\nEXTRA_RUNS = {EXTRA_RUNS!r}\n{GUARD}{_RUNS}"
     with tempfile.TemporaryDirectory() as empty:  # no file shadows a config's name
         run = subprocess.run(
             [sys.executable, "-c", script],

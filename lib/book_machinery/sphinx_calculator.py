@@ -98,8 +98,75 @@ def _script_json(value: object) -> str:
     return json.dumps(value).replace("</", "<\\/")
 
 
+DEFAULT_CHIP = "h100-sxm"
+"""The chip the form's list of chips shows first (the book's example chip stays the
+form's default)."""
+
+
+TRAIN_DEFAULTS = {"--optimizer": "adamw", "--recompute": "selective"}
+"""What ``train`` takes when the option is not given (tests/test_calculator_bundle.py
+checks them against the command line), named in the form's first choice."""
+
+
+def _choice_options(flag: str, default: str | None = None) -> str:
+    """The ``<option>`` elements for one of the command line's fixed lists of values;
+    the default, if named, comes first with an empty value (so nothing is passed)."""
+    values = _trace().choices[flag]
+    first = (
+        [f'<option value="">{html.escape(default)} (the default)</option>']
+        if default is not None
+        else []
+    )
+    if default is not None and default not in values:
+        raise ExtensionError(f"calculator: {flag} takes no {default!r}: {values}")
+    return "\n".join(
+        first
+        + [
+            f'<option value="{html.escape(v)}">{html.escape(v)}</option>'
+            for v in values
+            if v != default
+        ]
+    )
+
+
+def shipped_chips(found: calculator_bundle.Trace) -> list[dict]:
+    """The shipped chips as ``chips --json`` lists them in the trace, each with
+    ``summary``: its figures in the words of the ``chips`` command's text."""
+    runs = found.extra_runs
+    rows = json.loads(runs["chips --json"]["out"])
+    summaries = {}
+    for line in runs["chips"]["out"].splitlines():
+        key, _, rest = line.partition(" ")
+        if key:  # a chip's first line; the next two (its note, its source) are indented
+            summaries[key] = rest.strip()
+    return [{**row, "summary": summaries[row["key"]]} for row in rows]
+
+
+def chip_options(chips: list[dict]) -> str:
+    """The ``<option>`` elements of the form's list of chips."""
+    return "\n".join(
+        f'<option value="{html.escape(c["key"])}"'
+        f' data-source="{html.escape(c["source"])}"'
+        f' data-note="{html.escape(c["note"])}"'
+        + (" selected" if c["key"] == DEFAULT_CHIP else "")
+        + f'>{html.escape(c["key"])}: {html.escape(c["summary"])}</option>'
+        for c in chips
+    )
+
+
+def _chip_about(row: dict) -> str:
+    """What the form says under the list of chips about the chosen one."""
+    return (
+        f'{html.escape(row["note"])}. <a href="{html.escape(row["source"])}" '
+        f'class="calc-chip-source" rel="noopener">Source of these figures</a>'
+    )
+
+
 def _form_html(example: str, live: bool) -> str:
     found = _trace()
+    chips = shipped_chips(found)
+    if DEFAULT_CHIP not in [c["key"] for c in chips]:
+        raise ExtensionError(f"calculator: no shipped chip called {DEFAULT_CHIP!r}")
     options = "\n".join(
         f'<option value="{html.escape(name)}"'
         + (" selected" if name == example else "")
@@ -120,6 +187,12 @@ def _form_html(example: str, live: bool) -> str:
         bundle=f"{BUNDLE}?v={calculator_bundle.digest(_bundle()[0])}",
         max_file_bytes=found.max_file_bytes,
         options=options,
+        chip_options=chip_options(chips),
+        weights_options=_choice_options("--weights"),
+        kv_options=_choice_options("--kv-dtype"),
+        optimizer_options=_choice_options("--optimizer", TRAIN_DEFAULTS["--optimizer"]),
+        recompute_options=_choice_options("--recompute", TRAIN_DEFAULTS["--recompute"]),
+        chip_about=_chip_about(next(c for c in chips if c["key"] == DEFAULT_CHIP)),
         example_chip=html.escape(found.example_chip["text"].removeprefix("the ")),
         flops=html.escape(flops),
         rate=html.escape(rate),
@@ -164,8 +237,10 @@ def _runtime(app) -> Path:
     return Path(app.srcdir) / app.config.calculator_runtime
 
 
-def _check_runtime(app):
-    if app.builder.name != "html":
+def _check_runtime(app, env):
+    """The runtime must be there when a page of the book holds the form (a book without
+    one, such as a one-section preview, builds without it)."""
+    if app.builder.name != "html" or not getattr(env, "calculator_docs", set()):
         return
     missing = [f for f in RUNTIME_FILES if not (_runtime(app) / f).exists()]
     if missing:
@@ -214,7 +289,7 @@ def setup(app):
         text=(_visit_other, None),
     )
     app.add_directive("calculator", CalculatorDirective)
-    app.connect("builder-inited", _check_runtime)
+    app.connect("env-updated", _check_runtime)
     app.connect("doctree-read", _note_page)
     app.connect("env-purge-doc", _purge)
     app.connect("env-merge-info", _merge)

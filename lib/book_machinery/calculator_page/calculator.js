@@ -1,6 +1,6 @@
 // The calculator's form on the page "Do the arithmetic for your own model".
 //
-// The form builds a command line (`report CONFIG --accelerator ...`), a worker runs it
+// The form builds a command line (`report CONFIG --chip ...` or `train CONFIG ...`), a worker runs it
 // through the library's own calculator under Pyodide (calculator-worker.js), and this
 // script lays out what the command line printed: its text report as tables, and two
 // pictures drawn from its --json numbers. No number is computed here; the pictures'
@@ -47,15 +47,37 @@
     return field.value.trim();
   }
 
-  // Every enabled field with data-flag adds "FLAG VALUE" (a radio only when checked).
+  function command(form) {
+    return form.querySelector("[name=calc-command]:checked").value;
+  }
+
+  // Every enabled field with data-flag adds "FLAG VALUE" (a radio only when checked, a
+  // checkbox "FLAG" alone when checked); a field of the other command's adds nothing.
   function flagArguments(form) {
     const args = [];
+    const mode = command(form);
     for (const field of form.querySelectorAll("[data-flag]")) {
-      if (field.disabled || (field.type === "radio" && !field.checked)) continue;
+      const owner = field.closest("[data-calc-mode]");
+      if (field.matches(":disabled") || (owner && owner.dataset.calcMode !== mode)) continue;
+      if ((field.type === "radio" || field.type === "checkbox") && !field.checked) continue;
+      if (field.type === "checkbox") {
+        args.push(field.dataset.flag);
+        continue;
+      }
       const value = fieldValue(field, form);
       if (value !== "") args.push(field.dataset.flag, value);
     }
     return args;
+  }
+
+  // Show the fields of the command asked for; hide and disable the other's.
+  function showMode(form) {
+    const mode = command(form);
+    for (const part of form.querySelectorAll("[data-calc-mode]")) {
+      const mine = part.dataset.calcMode === mode;
+      part.hidden = !mine;
+      if (part.tagName === "FIELDSET") part.disabled = !mine;
+    }
   }
 
   // ---------------------------------------------------------------- reading the report
@@ -70,8 +92,15 @@
       if (lines.length >= 3 && DASHES.test(lines[2])) {
         const spans = [...lines[2].matchAll(/-+/g)].map((m) => [m.index, m.index + m[0].length]);
         const cells = (line) => spans.map(([a, b]) => line.slice(a, b).trim());
+        // A line with writing between the columns is a note under the table, not a row.
+        const gaps = spans.slice(1).map(([a], i) => [spans[i][1], a]);
+        const isRow = (line) => gaps.every(([a, b]) => !line.slice(a, b).trim())
+          && !line.slice(spans[spans.length - 1][1]).trim();
+        const rows = lines.slice(3);
+        const cut = rows.findIndex((line) => !isRow(line));
         return { kind: "table", title: lines[0].trim(), header: cells(lines[1]),
-                 rows: lines.slice(3).map(cells) };
+                 rows: (cut < 0 ? rows : rows.slice(0, cut)).map(cells),
+                 notes: cut < 0 ? [] : rows.slice(cut).map((l) => l.trim()) };
       }
       if (lines.length >= 2 && lines.slice(1).every((l) => /^\s+- /.test(l))) {
         return { kind: "list", title: lines[0].trim(),
@@ -86,15 +115,26 @@
     });
   }
 
+  // A web address in the report's text becomes a link (its text unchanged).
+  function linked(text) {
+    return text.split(/(https:\/\/\S+)/).map((part, i) => (i % 2
+      ? el("a", { href: part, rel: "noopener", text: part }) : part));
+  }
+
+  // A line that says the model cannot run here is marked, so it is read first.
+  const WARNING = /do not fit|cannot run|none printed|^Chips for the weights/;
+
   function renderLines(block) {
     return el("ul", { class: "calc-lines" }, block.items.map((item) => {
       const split = item[0].match(/^(\S.*?\S)\s{2,}(\S.*)$/);
-      const rest = item.slice(1).flatMap((line) => [el("br"), line]);
+      const rest = item.slice(1).flatMap((line) => [el("br"), ...linked(line)]);
+      const warn = WARNING.test(item.join(" ")) ? "calc-warning" : null;
       if (split) {
-        return el("li", {}, el("span", { class: "calc-label", text: split[1] }), " ",
-                  el("span", { class: "calc-value" }, split[2], rest));
+        return el("li", { class: warn }, el("span", { class: "calc-label", text: split[1] }), " ",
+                  el("span", { class: "calc-value" }, ...linked(split[2]), rest));
       }
-      return el("li", { class: "calc-whole" }, item[0], rest);
+      return el("li", { class: ["calc-whole", warn].filter(Boolean).join(" ") },
+                ...linked(item[0]), rest);
     }));
   }
 
@@ -109,7 +149,8 @@
         el(i === 0 ? "th" : "td", i === 0 ? { scope: "row", text: cell } : { text: cell }))))));
     return el("div", { class: "calc-table-block" },
       el("p", { class: "calc-table-title", id, text: block.title }),
-      el("div", { class: "calc-scroll", tabindex: 0, role: "region", "aria-labelledby": id }, table));
+      el("div", { class: "calc-scroll", tabindex: 0, role: "region", "aria-labelledby": id }, table),
+      block.notes.length ? renderLines({ items: block.notes.map((n) => [n]) }) : null);
   }
 
   function renderList(block) {
@@ -146,11 +187,13 @@
     return Number(value.toPrecision(4)).toLocaleString(US, { maximumFractionDigits: 3 });
   }
 
-  // Bars over named categories, each a stack of segments; an optional reference line.
-  function barChart({ width, categories, stacks, kind, yTitle, xTitle, line, label }) {
+  // Bars over named categories, each a stack of segments (a segment ends at `top`, or
+  // `value` above the one below it); an optional reference line.
+  function barChart({ width, categories, stacks, kind, yTitle, xTitle, line, label, always }) {
     const height = 230, left = 58, right = 12, top = 26, bottom = 44;
-    const data = Math.max(...stacks.map((s) => s.reduce((a, seg) => a + seg.value, 0)));
-    const lineShown = line && line.value <= 4 * Math.max(data, 1e-300);
+    const tops = stacks.map((s) => s.reduce((a, seg) => (seg.top !== undefined ? seg.top : a + seg.value), 0));
+    const data = Math.max(...tops);
+    const lineShown = Boolean(line) && (always || line.value <= 4 * Math.max(data, 1e-300));
     const [scale, unit] = unitFor(kind, Math.max(data, lineShown ? line.value : 0));
     const { top: yTop, values } = niceTicks(Math.max(data, lineShown ? line.value : 0) / scale, 4);
     const plotW = width - left - right, plotH = height - top - bottom;
@@ -170,23 +213,28 @@
       const x = left + band * i + (band - barW) / 2;
       let base = 0;
       for (const seg of stacks[i]) {
-        const h = y(base) - y(base + seg.value);
-        svg.append(el("rect", { x, y: y(base + seg.value), width: barW, height: Math.max(h, 0),
+        const end = seg.top !== undefined ? seg.top : base + seg.value;
+        svg.append(el("rect", { x, y: y(end), width: barW, height: Math.max(y(base) - y(end), 0),
                                 class: `calc-bar ${seg.class}` }, el("title", { text: seg.title })));
-        base += seg.value;
+        base = end;
       }
       svg.append(el("text", { x: x + barW / 2, y: top + plotH + 16, class: "calc-tick",
                               "text-anchor": "middle", text: name }));
     });
     svg.append(el("text", { x: left + plotW / 2, y: height - 6, class: "calc-axis-title",
                             "text-anchor": "middle", text: xTitle }));
+    // The line's label sits above it (below it when the line is near the top), unless a
+    // bar reaches the line: then the legend alone names it, and no bar is written over.
+    const labelled = lineShown && tops.every((t) => t < 0.8 * line.value);
     if (lineShown) {
-      svg.append(el("line", { x1: left, x2: width - right, y1: y(line.value), y2: y(line.value),
-                              class: "calc-limit" }));
-      svg.append(el("text", { x: left + 4, y: y(line.value) - 5, class: "calc-limit-text",
-                              text: line.text }));
+      const ly = y(line.value);
+      svg.append(el("line", { x1: left, x2: width - right, y1: ly, y2: ly, class: "calc-limit" }));
+      if (labelled) {
+        svg.append(el("text", { x: left + 4, y: ly - 5 < top ? ly + 14 : ly - 5,
+                                class: "calc-limit-text", text: line.text }));
+      }
     }
-    return { svg, lineShown };
+    return { svg, lineShown, labelled };
   }
 
   function legend(entries) {
@@ -196,9 +244,14 @@
 
   function integer(n) { return n.toLocaleString(US); }
 
+  function percent(fraction) {
+    return `${(100 * fraction).toLocaleString(US, { maximumFractionDigits: 1 })}%`;
+  }
+
   function memoryFigure(report, width) {
     const rows = report.lengths;
-    const chip = report.accelerator.memory_bytes;
+    const usable = report.serving.usable_bytes;
+    const share = percent(report.serving.memory_utilization);
     const { svg, lineShown } = barChart({
       width,
       categories: rows.map((r) => integer(r.tokens)),
@@ -207,83 +260,162 @@
         { value: r.cache_bytes, class: "calc-cache",
           title: `one conversation's cache at ${integer(r.tokens)} tokens` }]),
       kind: "bytes", yTitle: "memory", xTitle: "tokens in the conversation",
-      line: { value: chip, text: "memory of the chip" },
-      label: `Bars of the weights and one conversation's cache at ${rows.length} lengths, `
+      line: { value: usable, text: `memory the engine may use (${share} of the chip's)` },
+      always: true,
+      label: `Bars of the weights and one conversation's cache at ${rows.length} `
+        + `length${rows.length === 1 ? "" : "s"}, `
         + `${integer(rows[0].tokens)} to ${integer(rows[rows.length - 1].tokens)} tokens, `
-        + "against the memory of the chip; the table below gives the numbers.",
+        + `against the memory the serving engine may use, ${share} of the chip's; `
+        + "the table below gives the numbers.",
     });
     const entries = [["calc-weights", "the weights"],
-                     ["calc-cache", "one conversation's cache"]];
-    entries.push(lineShown ? ["calc-limit-swatch", "memory of the chip"]
-                           : ["calc-limit-swatch", "memory of the chip: far above these bars"]);
+                     ["calc-cache", "one conversation's cache"],
+                     ["calc-limit-swatch", lineShown
+                       ? `memory the engine may use: ${share} of the chip's`
+                       : `memory the engine may use (${share} of the chip's): far above these bars`]];
+    const caption = report.weights_fit
+      ? "What one conversation needs in memory at each length: the weights, shared by "
+        + "every conversation, and that conversation's cache, against what the serving "
+        + "engine may use of the chip's memory."
+      : "The weights alone are more than the serving engine may use of this chip's "
+        + `memory: they need ${integer(report.chips_for_weights)} chips of this kind, `
+        + "so the report gives no speeds.";
     return el("figure", { class: "calc-figure" }, svg, legend(entries),
-      el("figcaption", { text: "What one conversation needs in memory at each length the "
-        + "report gives: the weights, shared by every conversation, and that conversation's "
-        + "cache." }));
+      el("figcaption", { text: caption }));
   }
 
-  function batchFigure(report, width) {
-    const rows = report.throughput;
+  function limitClass(r) {
+    return `calc-${r.limited_by === "arithmetic" ? "arithmetic" : "reading"}`
+      + (r.fits ? "" : " calc-nofit");
+  }
+
+  function pair(width, charts) {
     const wide = width >= 620;
     const w = wide ? Math.floor((width - 16) / 2) : width;
-    const cls = (r) => `calc-${r.limited_by === "arithmetic" ? "arithmetic" : "reading"}`
-      + (r.fits ? "" : " calc-nofit");
+    return [el("div", { class: wide ? "calc-pair" : "calc-stack" }, charts.map((c) => c(w)))];
+  }
+
+  function batchFigure(report, context, width) {
+    const rows = report.throughput.filter((r) => r.context === context);
     const cats = rows.map((r) => integer(r.batch));
-    const tokens = barChart({
-      width: w, categories: cats, kind: "count",
-      stacks: rows.map((r) => [{ value: r.tokens_per_s, class: cls(r),
-        title: `batch ${integer(r.batch)}: limited by ${r.limited_by}` }]),
-      yTitle: "tokens a second, the whole machine", xTitle: "conversations in the batch",
-      label: "Bars of the tokens the machine writes a second at each batch; "
-        + "the table below gives the numbers.",
-    }).svg;
-    const wait = barChart({
-      width: w, categories: cats, kind: "seconds",
-      stacks: rows.map((r) => [{ value: r.wait_seconds, class: cls(r),
-        title: `batch ${integer(r.batch)}: limited by ${r.limited_by}` }]),
-      yTitle: "each conversation's wait per token", xTitle: "conversations in the batch",
-      label: "Bars of the time each conversation waits for its next token at each batch; "
-        + "the table below gives the numbers.",
-    }).svg;
+    const title = (r) => `batch ${integer(r.batch)}: limited by ${r.limited_by}`
+      + (r.fits ? "" : ", more than fit in memory");
+    const charts = [
+      (w) => barChart({
+        width: w, categories: cats, kind: "count",
+        stacks: rows.map((r) => [{ value: r.tokens_per_s, class: limitClass(r), title: title(r) }]),
+        yTitle: "tokens a second, the whole machine", xTitle: "conversations in the batch",
+        label: `Bars of the tokens the machine writes a second at each batch of ${cats.join(", ")}, `
+          + `each conversation ${integer(context)} tokens long; the table below gives the numbers.`,
+      }).svg,
+      (w) => barChart({
+        width: w, categories: cats, kind: "seconds",
+        stacks: rows.map((r) => [{ value: r.wait_seconds, class: limitClass(r), title: title(r) }]),
+        yTitle: "each conversation's wait per token", xTitle: "conversations in the batch",
+        label: "Bars of the time each conversation waits for its next token at each batch; "
+          + "the table below gives the numbers.",
+      }).svg,
+    ];
     const kinds = new Set(rows.map((r) => r.limited_by));
     const entries = [];
     if (kinds.has("reading")) entries.push(["calc-reading", "limited by reading memory"]);
     if (kinds.has("arithmetic")) entries.push(["calc-arithmetic", "limited by arithmetic"]);
     if (rows.some((r) => !r.fits)) entries.push(["calc-reading calc-nofit", "more than fit in memory"]);
-    return el("figure", { class: "calc-figure" },
-      el("div", { class: wide ? "calc-pair" : "calc-stack" }, tokens, wait), legend(entries),
-      el("figcaption", { text: `Many conversations at once, each with ${integer(report.batch_context)} `
+    return el("figure", { class: "calc-figure" }, pair(width, charts), legend(entries),
+      el("figcaption", { text: `Many conversations at once, each with ${integer(context)} `
         + "tokens of context: a larger batch writes more tokens a second in all, and each "
         + "conversation waits longer for each of its own." }));
   }
 
+  function requestFigure(report, width) {
+    const rows = report.requests;
+    const { prompt, answer } = rows[0];
+    const cats = rows.map((r) => integer(r.batch));
+    const svg = barChart({
+      width, categories: cats, kind: "seconds",
+      stacks: rows.map((r) => [
+        { top: r.first_token_seconds, class: "calc-given" + (r.fits ? "" : " calc-nofit"),
+          title: `batch ${integer(r.batch)}: the first token` },
+        { top: r.whole_seconds, class: "calc-new" + (r.fits ? "" : " calc-nofit"),
+          title: `batch ${integer(r.batch)}: the rest of the answer` }]),
+      yTitle: "a request's wait", xTitle: "requests in the batch",
+      label: `Bars of how long a request of ${integer(prompt)} prompt tokens and `
+        + `${integer(answer)} answer tokens waits for its first token and for its whole `
+        + "answer at each batch; the table below gives the numbers.",
+    }).svg;
+    const entries = [["calc-given", "until the first token (reading the prompt)"],
+                     ["calc-new", "the rest of the answer, a decode step a token"]];
+    if (rows.some((r) => !r.fits)) entries.push(["calc-given calc-nofit", "more than fit in memory"]);
+    return el("figure", { class: "calc-figure" }, svg, legend(entries),
+      el("figcaption", { text: `One request of ${integer(prompt)} prompt tokens and `
+        + `${integer(answer)} answer tokens, alone and in each batch: the time to its first `
+        + "token, then to its last." }));
+  }
+
+  // The training step's memory on one device, part by part, against the chip's memory.
+  const PARTS = {
+    "weights": "calc-weights", "gathered weights": "calc-weights calc-light",
+    "gradients": "calc-gradients", "float32 gradients": "calc-gradients calc-light",
+    "float32 master weights": "calc-master", "optimizer states": "calc-optimiser",
+    "activations": "calc-activations", "logits": "calc-logits",
+    "float32 softmax": "calc-logits calc-light",
+  };
+
+  function trainFigure(report, width) {
+    const parts = Object.entries(report.memory).filter(([, bytes]) => bytes > 0);
+    const { svg, lineShown } = barChart({
+      width: Math.min(width, 420), categories: ["one device"], kind: "bytes",
+      stacks: [parts.map(([name, bytes]) => ({ value: bytes, class: PARTS[name] || "calc-light",
+                                               title: name }))],
+      yTitle: "memory", xTitle: "",
+      line: { value: report.accelerator.memory_bytes, text: "memory of the chip" },
+      label: `A bar of one device's memory in a training step, by part (${parts.map(([n]) => n)
+        .join(", ")}), against the memory of the chip; the table below gives the numbers.`,
+    });
+    const entries = parts.map(([name]) => [PARTS[name] || "calc-light", name]);
+    entries.push(["calc-limit-swatch", lineShown ? "memory of the chip"
+                                                 : "memory of the chip: far above this bar"]);
+    return el("figure", { class: "calc-figure" }, svg, legend(entries),
+      el("figcaption", { text: "What one device holds during a training step, part by part, "
+        + (report.fits ? "within" : "past") + " the memory of the chip." }));
+  }
+
   // ---------------------------------------------------------------- the whole report
 
-  function sameColumn(block, values) {
-    return block.kind === "table" && block.rows.length === values.length
-      && block.rows.every((row, i) => row[0] === integer(values[i]));
+  // Which picture goes before which table of the text report: the table's title starts so.
+  function pictures(report, width) {
+    if (report.training) {
+      return [["Memory of one device by part", () => trainFigure(report, width)]];
+    }
+    const found = [["Cache and memory by conversation length", () => memoryFigure(report, width)]];
+    for (const context of report.batch_contexts) {
+      if (report.throughput.some((r) => r.context === context)) {
+        found.push([`Many conversations at once, each with ${integer(context)} tokens`,
+                    () => batchFigure(report, context, width)]);
+      }
+    }
+    if (report.requests.length) found.push(["A request of", () => requestFigure(report, width)]);
+    return found;
   }
 
   function renderReport(results, report, text, argv) {
     const width = Math.max(280, Math.floor(results.clientWidth || 640));
     const blocks = parseReport(text);
-    const pictures = [
-      [report.lengths.map((r) => r.tokens), () => memoryFigure(report, width)],
-      [report.throughput.map((r) => r.batch), () => batchFigure(report, width)],
-    ];
+    const waiting = pictures(report, width);
     const parts = [el("p", { class: "calc-command" }, "The same on the command line: ",
       el("code", { text: ["python", "-m", "transformer_calculator", ...argv].map(shellWord).join(" ") }))];
     for (const block of blocks) {
-      const picture = pictures.find(([values]) => sameColumn(block, values));
+      const picture = block.kind === "table"
+        && waiting.find(([title]) => block.title.startsWith(title));
       if (picture) {
         parts.push(picture[1]());
-        pictures.splice(pictures.indexOf(picture), 1);
+        waiting.splice(waiting.indexOf(picture), 1);
       }
       if (block.kind === "table") parts.push(renderTable(block));
       else if (block.kind === "list") parts.push(renderList(block));
       else parts.push(renderLines(block));
     }
-    for (const [, draw] of pictures) parts.push(draw());
+    for (const [, draw] of waiting) parts.push(draw());
     results.replaceChildren(...parts);
   }
 
@@ -342,8 +474,8 @@
         return;
       }
       const model = modelArgument();
-      const argv = ["report", model.arg, ...flagArguments(form)];
-      const shownArgv = model.shown ? ["report", model.shown, ...argv.slice(2)] : argv;
+      const argv = [command(form), model.arg, ...flagArguments(form)];
+      const shownArgv = model.shown ? [argv[0], model.shown, ...argv.slice(2)] : argv;
       const id = (latest = ++seq);
       const t0 = performance.now();
       const slow = setTimeout(() => id === latest && setState("computing", "Computing…"), 150);
@@ -432,7 +564,18 @@
       if (id) form.querySelector(`#${id}`).checked = true;
       if (e.target === textarea) own.bytes = null;
     });
+    const chipList = form.querySelector("#calc-chip-name");
+    const chipAbout = form.querySelector("#calc-chip-about");
+    // What the form says of the chosen chip: the datasheet's words and their source.
+    function describeChip() {
+      const option = chipList.selectedOptions[0];
+      chipAbout.replaceChildren(`${option.dataset.note}. `, el("a", {
+        href: option.dataset.source, class: "calc-chip-source", rel: "noopener",
+        text: "Source of these figures" }));
+    }
     form.addEventListener("change", (e) => {
+      if (e.target === chipList) describeChip();
+      if (e.target.name === "calc-command") showMode(form);
       if (e.target === fileInput) {
         if (fileInput.files[0]) readFile(fileInput.files[0]);
       } else if (e.target.id === "calc-source-own" && !textarea.value.trim() && !own.bytes) {
@@ -455,6 +598,8 @@
       if (file) readFile(file);
     });
 
+    showMode(form);
+    describeChip();
     // The example the build computed, shown at once (and kept in print).
     const report = JSON.parse(example.json.out);
     display(report, example.text.out, example.argv, "build");
