@@ -16,8 +16,8 @@ the plain decoder, carried over the layout):
 
 ZeRO (Rajbhandari et al., 2020) splits the optimizer states and master copy across the
 N_dp devices from stage 1 on, the gradients too from stage 2, the weights too at stage 3
-(``data_parallel.zero_part_bytes`` is the teaching formula), where each device also gathers
-the largest matrix twice (one in use, one arriving).
+(``data_parallel.zero_part_bytes`` is the teaching formula), where each device also
+gathers the largest matrix twice (one in use, one arriving).
 
 Time: forward 2 operations a weight a token plus attention's pairs; backward 2 a weight
 for the inputs' gradients and 2 a trainable weight for its own, plus twice the pairs;
