@@ -137,6 +137,8 @@ def add_train_parser(commands, add_chip_options, add_format_options) -> None:
     )
     p.add_argument(
         "--devices",
+        "--data-parallel",
+        "--dp",
         "--dp-size",
         dest="devices",
         type=_whole(1, 10**7),
