@@ -18,17 +18,16 @@ import sys
 from pathlib import Path
 
 from .chips import chip, chips, derated, parse_accelerator
-from .cli_splits import add_split_options, split_given, split_of
+from .cli_splits import (add_serving_split, add_split_options, split_given,
+                         with_split_text)
 from .cli_train import UsageError, add_train_parser, run_train
 from .config import ROUTES, example_config_path, example_configs, read_config
 from .costs import cache_bytes_per_token, weight_bytes
 from .formats import CACHE_FORMATS, UNPACKED, WEIGHT_FORMATS
 from .model import Model
-from .report import BATCHES, LENGTHS, Request, format_report, report
+from .report import Request, format_report, report
 from .report_text import bytes_text
 from .serving import Serving
-from .split_costs import SPLIT_ASSUMPTIONS, serving_split
-from .splits_text import serving_split_lines
 
 MAX_LIST = 32
 """Most values one list flag (``--context``, ``--batch``) takes."""
@@ -317,21 +316,12 @@ def _report(args: argparse.Namespace) -> str:
     result = report(model, chip, **kwargs)
     if split_given(args) or args.dp > 1:
         try:
-            split = split_of(args, chip, args.dp)
-            result["split"] = serving_split(
-                model, chip, split, engine, args.context or LENGTHS,
-                args.batch or BATCHES, result["batch_contexts"])
+            add_serving_split(result, args, model, chip, engine)
         except ValueError as err:
             raise UsageError(str(err)) from None
-        result["assumptions"] += SPLIT_ASSUMPTIONS
     if args.json:
         return json.dumps(result, indent=2, allow_nan=False)
-    text = format_report(result)
-    if "split" in result:
-        head, _, tail = text.partition("\nAssumptions\n")
-        text = "\n".join([head.rstrip("\n"), *serving_split_lines(result["split"]),
-                          "", "Assumptions", tail])
-    return text
+    return with_split_text(format_report(result), result)
 
 
 def _chips(as_json: bool) -> str:

@@ -7,9 +7,15 @@ from __future__ import annotations
 import argparse
 
 from .chips import Chip
+from .model import Model
+from .report import BATCHES, LENGTHS
+from .serving import Serving
+from .split_costs import SPLIT_ASSUMPTIONS, serving_split
 from .splits import MAX_SPLIT, Split, chip_link, interconnect, link_of
+from .splits_text import serving_split_lines
 
-__all__ = ["add_split_options", "split_of", "split_given"]
+__all__ = ["add_split_options", "split_of", "split_given", "add_serving_split",
+           "with_split_text"]
 
 _GROUPS = (
     ("--tensor-parallel", "--tp", "tp", "devices each layer is cut over (Megatron-LM)"),
@@ -23,7 +29,9 @@ def _group(text: str) -> int:
     try:
         value = int(text.strip().replace("_", ""))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number, got {text!r}"
+        ) from None
     if not 1 <= value <= MAX_SPLIT:
         raise argparse.ArgumentTypeError(
             f"must lie between 1 and {MAX_SPLIT:,}, got {text!r}"
@@ -83,3 +91,22 @@ def split_of(args: argparse.Namespace, chip: Chip, dp: int) -> Split:
             )
     return Split(tp=args.tp, pp=args.pp, ep=args.ep, dp=dp,
                  micro_batches=args.micro_batches or 1, link=link)
+
+
+def add_serving_split(result: dict, args: argparse.Namespace, model: Model, chip: Chip,
+                      engine: Serving) -> None:
+    """Add the split the options name to the report's ``result`` (its figures under
+    ``split``, its assumptions to the list)."""
+    split = split_of(args, chip, args.dp)
+    result["split"] = serving_split(model, chip, split, engine, args.context or LENGTHS,
+                                    args.batch or BATCHES, result["batch_contexts"])
+    result["assumptions"] += SPLIT_ASSUMPTIONS
+
+
+def with_split_text(text: str, result: dict) -> str:
+    """The report's text with the split's lines before its assumptions."""
+    if "split" not in result:
+        return text
+    head, _, tail = text.partition("\nAssumptions\n")
+    return "\n".join([head.rstrip("\n"), *serving_split_lines(result["split"]), "",
+                      "Assumptions", tail])

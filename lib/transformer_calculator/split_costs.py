@@ -34,13 +34,13 @@ __all__ = ["serving_split", "training_split", "splits_that_fit", "SPLIT_ASSUMPTI
 
 SPLIT_ASSUMPTIONS = [
     "split: tensor parallel cuts heads, feed-forward widths and the vocabulary "
-    "(Megatron-LM: two all-reduces a layer forward, two more backward); key-value heads "
-    "fewer than N_tp are copied; normalisations, routers and latent down-projections "
-    "stay whole on every device",
+    "(Megatron-LM: two all-reduces a layer forward, two more backward); key-value "
+    "heads fewer than N_tp are copied; normalisations, routers and latent "
+    "down-projections stay whole on every device",
     "split: expert parallel keeps E / N_ep whole experts a device, taken from the "
-    "N_tp x N_dp devices of a stage; two all-to-alls a mixture-of-experts layer forward "
-    "(two more backward), each device dispatching its 1 / N_ep of the tokens; the "
-    "router taken as even (a busier device is slower)",
+    "N_tp x N_dp devices of a stage; two all-to-alls a mixture-of-experts layer "
+    "forward (two more backward), each device dispatching its share of the tokens; "
+    "the router taken as even (a busier device is slower)",
     "split: pipeline stages of L / N_pp layers, the input table on the first and the "
     "output table on the last; one point-to-point send between stages each way",
     "split: collectives are rings (a latency a step plus the bytes each device sends "
@@ -56,7 +56,8 @@ def _comm(model: Model, s: Split, tokens: float, layers: int, moe: int, k: int,
     return {
         "tensor-parallel all-reduces": 2 * passes * layers
         * tp_all_reduce_time(model, s, tokens),
-        "expert all-to-alls": 2 * passes * moe * ep_all_to_all_time(model, s, tokens, k),
+        "expert all-to-alls": 2 * passes * moe
+        * ep_all_to_all_time(model, s, tokens, k),
         "pipeline sends": passes * pp_send_time(model, s, tokens),
     }
 

@@ -104,6 +104,5 @@ def training_split_lines(r: dict) -> list[str]:
               ["pipeline bubble", seconds_text(r["bubble_seconds"])]]
     causes += [[k, seconds_text(v)] for k, v in r["communication_seconds"].items()]
     causes.append(["step", seconds_text(r["step_seconds"])])
-    return lines + ["", "Split: one step on the slowest stage (communication added)"] + (
-        table(["cause", "seconds"], causes)
-    )
+    title = "Split: one step on the slowest stage (communication added)"
+    return lines + ["", title] + table(["cause", "seconds"], causes)
