@@ -158,8 +158,9 @@ def check_split(model: Model, s: Split) -> list[str]:
         if not model.layout.has_experts:
             raise _refuse("--ep", "this model has no experts to spread")
         if (s.tp * s.dp) % s.ep or (s.ep % s.tp and s.tp % s.ep):
-            raise _refuse("--ep", f"{s.ep} must divide the {s.tp * s.dp} devices of "
-                          "a stage (tp x dp) and divide or be divided by tp")
+            raise _refuse("--ep", f"{s.ep} groups of experts need a stage of tp x dp = "
+                          f"{s.tp * s.dp} devices to be a multiple of {s.ep}, "
+                          "and tp to divide it or be divided by it")
     if len(blocks) % s.pp:
         raise _refuse("--pp", f"{len(blocks)} layers do not divide among {s.pp} "
                       "stages (uneven stages are not counted)")
