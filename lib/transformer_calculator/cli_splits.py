@@ -77,14 +77,16 @@ def split_given(args: argparse.Namespace) -> bool:
     )
 
 
-def split_of(args: argparse.Namespace, chip: Chip, dp: int) -> Split:
+def split_of(args: argparse.Namespace, chip: Chip, dp: int, training: bool) -> Split:
     """The split the options name, on ``chip``'s own link unless ``--interconnect``
-    names another; a ValueError naming the flag when no link is known."""
+    names another; a ValueError naming the flag when the split sends anything and no
+    link is known (serving copies side by side send nothing)."""
+    sends = args.tp * args.pp * args.ep > 1 or (training and dp > 1)
     if args.interconnect is not None:
         link = link_of(*args.interconnect)
     else:
         link = chip_link(chip)
-        if link is None:
+        if link is None and sends:
             raise ValueError(
                 "argument --interconnect: the accelerator has no link in the chip "
                 "table; name one or give its GB/s"
@@ -97,7 +99,7 @@ def add_serving_split(result: dict, args: argparse.Namespace, model: Model, chip
                       engine: Serving) -> None:
     """Add the split the options name to the report's ``result`` (its figures under
     ``split``, its assumptions to the list)."""
-    split = split_of(args, chip, args.dp)
+    split = split_of(args, chip, args.dp, training=False)
     result["split"] = serving_split(model, chip, split, engine, args.context or LENGTHS,
                                     args.batch or BATCHES, result["batch_contexts"])
     result["assumptions"] += SPLIT_ASSUMPTIONS

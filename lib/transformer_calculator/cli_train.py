@@ -261,7 +261,7 @@ def run_train(args, load_model, apply_formats, chip_of) -> str:
     result = train_report(model, chip, t, args.tokens, notes)
     if split_given(args):
         try:
-            split = split_of(args, chip, args.devices)
+            split = split_of(args, chip, args.devices, training=True)
             figures = training_split(model, chip, split, t, args.tokens)
         except ValueError as err:
             raise UsageError(str(err)) from None
