@@ -155,7 +155,7 @@ def test_split_json_is_valid_and_its_devices_add_up():
 def test_experts_spread_over_devices_hold_their_share():
     """DeepSeek-V3 with --ep 8: each device holds 32 of the 256 experts of every layer, the
     routers whole; with --ep 1 every expert is cut by tp instead: the same bytes of experts."""
-    model, _ = load_model("deepseek-v3")
+    model, _ = load_model("deepseek-v3-fp8")
     ep = device_model(model, Split(tp=8, ep=8))
     tp = device_model(model, Split(tp=8))
     moe = [b.ffn for b in ep.layout.blocks if hasattr(b.ffn, "count")]
@@ -176,17 +176,17 @@ def test_a_model_that_does_not_fit_names_the_splits_that_would():
         assert all(r["conversations_that_fit"] >= 1 for r in rows)
     code, out, _ = cli("report", "llama-3-70b", "--chip", "h100", "--context", "8192")
     assert "Splits that fit             tp 2 (2 chips)" in out
-    model, _ = load_model("deepseek-v3")
+    model, _ = load_model("deepseek-v3-fp8")
     found = splits_that_fit(model, H100, VLLM_DEFAULTS, 8192)
     assert found[0]["chips"] == 16 and found[0]["ep"] == 16
-    code, out, _ = cli("report", "deepseek-v3", "--chip", "h100", "--json")
+    code, out, _ = cli("report", "deepseek-v3-fp8", "--chip", "h100", "--json")
     assert json.loads(out)["splits_that_fit"][0]["chips"] == 16
 
 
 def test_a_split_that_fits_prints_times_and_one_that_does_not_prints_none():
-    code, out, _ = cli("report", "deepseek-v3", "--chip", "h100", "--tp", "8", "--ep", "8")
+    code, out, _ = cli("report", "deepseek-v3-fp8", "--chip", "h100", "--tp", "8", "--ep", "8")
     assert code == 0 and "no speed printed" in out and "Split: time" not in out
-    code, out, _ = cli("report", "deepseek-v3", "--chip", "h200", "--tp", "8", "--ep", "8",
+    code, out, _ = cli("report", "deepseek-v3-fp8", "--chip", "h200", "--tp", "8", "--ep", "8",
                        "--json")
     r = json.loads(out)["split"]
     assert r["weights_fit"] and all(x["seconds_per_token"] > 0 for x in r["decode"])
