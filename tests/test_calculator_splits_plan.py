@@ -23,7 +23,7 @@ from transformer_calculator.cli import main
 from transformer_calculator.config import example_config_path, read_config
 from transformer_calculator.splits import Split, device_model
 
-pytestmark = [pytest.mark.transformers, pytest.mark.meta_device]
+pytestmark = [pytest.mark.transformers, pytest.mark.meta_device, pytest.mark.slow(seconds=8)]
 
 CASES = [  # (config, shipped with the library?, tensor-parallel sizes, compare attention?)
     ("llama-3-70b", True, (2, 4, 8), True),
