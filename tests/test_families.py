@@ -9,7 +9,7 @@ from hf_reference import (CONFIGS, build, cache_layer_kinds, load_modelling_code
                           quiet, tiny, weight_bytes)
 from transformer_calculator import costs
 from transformer_calculator.mixers import MixerKind
-from transformer_calculator.config import example_configs, read_config, model_from_config
+from transformer_calculator.config import example_config_path, example_configs, model_from_config, read_config
 
 pytestmark = [pytest.mark.meta_device, pytest.mark.transformers]
 
@@ -45,7 +45,12 @@ def test_published_config_matches_transformers(name):
     check_against_transformers(published(name), name)
 
 
-MADE_UP = [p for p in example_configs() if not (CONFIGS / p.name).exists()]
+QUANTIZED_COPIES = {"deepseek-v3-fp8": "deepseek-v3"}
+"""Shipped configs that are a tested file with its published ``quantization_config`` (the
+format itself is checked against transformers' quantized model in test_formats_meta.py)."""
+
+MADE_UP = [p for p in example_configs()
+           if not (CONFIGS / p.name).exists() and p.stem not in QUANTIZED_COPIES]
 
 
 @pytest.mark.parametrize("path", MADE_UP, ids=lambda p: p.stem)
@@ -53,8 +58,18 @@ def test_shipped_example_matches_transformers(path):
     check_against_transformers(json.loads(path.read_text()), path.stem)
 
 
+@pytest.mark.parametrize(("shipped", "tested"), QUANTIZED_COPIES.items())
+def test_a_quantized_copy_is_the_tested_file_with_its_published_format(shipped, tested):
+    from test_formats_meta import DEEPSEEK_FP8
+
+    copy = json.loads(example_config_path(shipped).read_text())
+    assert copy.pop("quantization_config") == DEEPSEEK_FP8
+    assert copy == json.loads((CONFIGS / f"{tested}.json").read_text())
+
+
 def test_shipped_published_examples_are_the_tested_files():
-    published_ones = [p for p in example_configs() if p not in MADE_UP]
+    published_ones = [p for p in example_configs()
+                      if p not in MADE_UP and p.stem not in QUANTIZED_COPIES]
     assert len(published_ones) >= 5
     for path in published_ones:  # the copies shipped with the library are the files tested here
         assert path.read_text() == (CONFIGS / path.name).read_text()

@@ -35,6 +35,7 @@ __all__ = [
     "two_level_all_reduce_time",
     "two_level_network_bytes",
     "ring_all_reduce_schedule",
+    "send_time",
 ]
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all")
@@ -92,6 +93,12 @@ def ring_time(collective: str, array_bytes: float, devices: int, link: Link) -> 
     return steps * link.step_latency_s + ring_bytes_sent(
         collective, array_bytes, devices
     ) / link.bytes_per_s
+
+
+def send_time(array_bytes: float, link: Link) -> float:
+    """Seconds one device takes to send ``array_bytes`` to one other (a pipeline
+    stage's hand-over): one step's latency plus the bytes at the link's rate."""
+    return link.step_latency_s + _bytes(array_bytes) / link.bytes_per_s
 
 
 def tree_steps(devices: int) -> int:

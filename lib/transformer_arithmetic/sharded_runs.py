@@ -15,6 +15,9 @@ floats, so a sharded result differs from the whole one only by the order of its 
   and whose updated weights are all-gathered (ZeRO stages 1 and 2).
 - ``expert_layer``: a mixture of experts whose tokens travel to their experts' devices
   and back with two all-to-alls.
+- ``megatron_plan_bytes``: a decoder cut by PyTorch's own tensor-parallel API
+  (``parallelize_module``: column- and row-parallel linears, a vocabulary-parallel
+  embedding), the bytes of parameters each rank holds.
 - ``ring_attention``: causal attention over a sequence cut into one piece a device, the
   keys and values passed round a ring.
 
@@ -44,6 +47,7 @@ __all__ = [
     "zero_step",
     "expert_layer",
     "ring_attention",
+    "megatron_plan_bytes",
 ]
 
 DTYPE = torch.float64
@@ -316,3 +320,33 @@ def ring_attention(rank: int, n: int, m: ModelShape, tokens: int, seed: int) -> 
                 kv, (rank + 1) % n, arriving, (rank - 1) % n, name="keys and values"))
             kv, arriving, holder = arriving.clone(), kv, (holder - 1) % n
     return {"output": acc / total, "handed": handed.bytes, "written": sent}
+
+
+def megatron_plan_bytes(rank: int, n: int, m: ModelShape) -> dict:
+    """Bytes of parameters this rank holds when PyTorch's ``parallelize_module`` cuts a
+    decoder of ``m`` as Megatron-LM does (queries, keys, values, gate and up by columns,
+    the output and down matrices by rows, both tables by vocabulary rows, norms whole),
+    and the sum over all ranks by an all-reduce."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
+                                                   parallelize_module)
+
+    mesh = init_device_mesh("cpu", (n,))
+    torch.manual_seed(0)
+    model = Decoder(m).to(torch.bfloat16 if m.bytes_per_number == 2 else DTYPE)
+    plan = {"embed": RowwiseParallel(), "head": ColwiseParallel()}
+    for i in range(m.layers):
+        for name in ("attn.q", "attn.k", "attn.v", "ffn.up", "ffn.gate"):
+            plan[f"blocks.{i}.{name}"] = ColwiseParallel()
+        for name in ("attn.out", "ffn.down"):
+            plan[f"blocks.{i}.{name}"] = RowwiseParallel()
+    present = dict(model.named_modules())
+    plan = {k: v for k, v in plan.items() if k in present}
+    parallelize_module(model, mesh, plan)
+    held = 0
+    for p in {id(p): p for p in model.parameters()}.values():
+        local = p.to_local() if hasattr(p, "to_local") else p
+        held += local.numel() * local.element_size()
+    total = torch.tensor([held], dtype=torch.int64)
+    dist.all_reduce(total)
+    return {"bytes": held, "total": int(total.item())}

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .checks import checked_whole
-from .collectives import Link, ring_time
+from .collectives import Link, ring_time, send_time
 from .data_parallel import (SHARDED_FROM, share, training_state_bytes,
                             training_step_flops)
 from .memory import layer_activation_bytes, logits_bytes, parameter_count
@@ -135,7 +135,7 @@ def step_times(
     dp_link = inside if split.tp * split.dp <= machine else between
     activations = seq_len * m.width * m.bytes_per_number
     per_layer = 4 * ring_time("all-reduce", activations, split.tp, tp_link)
-    sends = 2 * micro * (pp_link.step_latency_s + activations / pp_link.bytes_per_s)
+    sends = 2 * micro * send_time(activations, pp_link)
     state = stage_numbers(m, split) * m.bytes_per_number  # the device's gradients
     kind = "all-reduce" if split.zero == 0 else "reduce-scatter"
     dp = ring_time(kind, state, split.dp, dp_link)

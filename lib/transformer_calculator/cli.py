@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 
 from .chips import chip, chips, derated, parse_accelerator
+from .cli_splits import (add_serving_split, add_split_options, split_given,
+                         with_split_text)
 from .cli_train import UsageError, add_train_parser, run_train
 from .config import ROUTES, example_config_path, example_configs, read_config
 from .costs import cache_bytes_per_token, weight_bytes
@@ -230,6 +232,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     fam.add_argument("--json", action="store_true", help="print the list as JSON")
     for name in ("report", "train"):
+        add_split_options(commands.choices[name], name == "report")
         commands.choices[name].add_argument(
             "--route",
             default="auto",
@@ -309,12 +312,16 @@ def _report(args: argparse.Namespace) -> str:
         kwargs["batches"] = args.batch
     if args.prompt is not None:
         kwargs["requests"] = [Request(args.prompt, args.answer)]
-    result = report(model, chip_of(args), **kwargs)
-    return (
-        json.dumps(result, indent=2, allow_nan=False)
-        if args.json
-        else format_report(result)
-    )
+    chip = chip_of(args)
+    result = report(model, chip, **kwargs)
+    if split_given(args) or args.dp > 1:
+        try:
+            add_serving_split(result, args, model, chip, engine)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+    if args.json:
+        return json.dumps(result, indent=2, allow_nan=False)
+    return with_split_text(format_report(result), result)
 
 
 def _chips(as_json: bool) -> str:

@@ -9,7 +9,10 @@ import json
 import math
 
 from .activations import RECOMPUTE
+from .cli_splits import split_given, split_of
 from .matrices import matrices
+from .split_costs import SPLIT_ASSUMPTIONS, training_split
+from .splits_text import training_split_lines
 from .report_text import bytes_text, seconds_text, table
 from .training import (
     ALL_LINEAR,
@@ -30,6 +33,18 @@ __all__ = [
 
 MAX_TRAINING_TOKENS = 10**16
 """Most training tokens ``--tokens`` takes (published runs use about 10^13)."""
+
+
+_SPLIT_KEYS = ("memory", "memory_bytes", "fits", "step_seconds", "tokens_per_s",
+               "model_flops_utilisation", "training_seconds", "chip_hours")
+"""What a split replaces in the train command's figures: the busiest device's."""
+
+_SPLIT_TIME = (
+    "time: each stage's share of the step on the roofline (forward 2 operations a "
+    "weight a token, backward 4, attention's pairs, recomputation's forward again, "
+    "and the bytes it reads), the slowest stage's plus the 1F1B bubble and the "
+    "communication"
+)
 
 
 class UsageError(Exception):
@@ -122,6 +137,8 @@ def add_train_parser(commands, add_chip_options, add_format_options) -> None:
     )
     p.add_argument(
         "--devices",
+        "--data-parallel",
+        "--dp",
         "--dp-size",
         dest="devices",
         type=_whole(1, 10**7),
@@ -240,7 +257,19 @@ def run_train(args, load_model, apply_formats, chip_of) -> str:
         fp32_gradients=args.fp32_gradients,
         lora=lora,
     )
-    result = train_report(model, chip_of(args), t, args.tokens, notes)
+    chip = chip_of(args)
+    result = train_report(model, chip, t, args.tokens, notes)
+    if split_given(args):
+        try:
+            split = split_of(args, chip, args.devices, training=True)
+            figures = training_split(model, chip, split, t, args.tokens)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+        result.update({k: figures[k] for k in _SPLIT_KEYS})
+        result["split"] = figures
+        result["assumptions"] = [
+            a for a in result["assumptions"] if not a.startswith("time:")
+        ] + [_SPLIT_TIME] + SPLIT_ASSUMPTIONS
     return (
         json.dumps(result, indent=2, allow_nan=False)
         if args.json
@@ -285,4 +314,7 @@ def format_train(r: dict) -> str:
         "Assumptions",
     ]
     lines += [f"  - {note}" for note in r["assumptions"]]
+    if "split" in r:
+        at = lines.index("Assumptions")
+        lines[at - 1:at - 1] = training_split_lines(r["split"])
     return "\n".join(lines)

@@ -28,6 +28,7 @@ from .mixers import MixerKind
 from .model import Model
 from .report_text import format_report, rules, timing_assumptions
 from .serving import VLLM_DEFAULTS, Serving
+from .split_costs import splits_that_fit
 
 __all__ = [
     "LENGTHS",
@@ -144,6 +145,10 @@ def report(
         "weight_bytes": weights,
         "weights_fit": fits,
         "chips_for_weights": serving.chips_for_weights(m, chip, engine),
+        "splits_that_fit": None
+        if fits
+        else _fitting(m, chip, engine, max(batch_contexts)),
+        "splits_context": max(batch_contexts),
         "kv_bytes_per_token": costs.cache_bytes_per_token(m),
         "kv_bytes_per_token_past_windows": costs.cache_bytes_per_token_past_windows(m),
         "windows_full_at": window if window else None,
@@ -167,6 +172,14 @@ def report(
     result["assumptions"] = list(notes) + timing_assumptions(result) + rules(result)
     _check_finite(result)
     return result
+
+
+def _fitting(m: Model, chip: Chip, engine: Serving, context: int) -> list[dict]:
+    """The smallest splits that fit, or none when the model cannot be split (counted
+    by the transformers route, or a kind of layer the split does not cut)."""
+    if m.route == "transformers":
+        return []
+    return splits_that_fit(m, chip, engine, context)
 
 
 def _beyond(tokens: int | None, limit: int | None) -> bool:

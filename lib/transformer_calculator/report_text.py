@@ -15,6 +15,7 @@ __all__ = [
     "table",
     "seconds_text",
     "bytes_text",
+    "fit_lines",
 ]
 
 
@@ -113,6 +114,21 @@ ROUTES_TEXT = {
 """How each route counts, as the report's head says it."""
 
 
+def fit_lines(found: list[dict], context: int) -> list[str]:
+    """Which splits would fit, as a short list."""
+    if not found:
+        return [f"Splits that fit               none within tp 8 x pp up to the "
+                f"layers, with room for one conversation of {context:,} tokens"]
+    listed = "; ".join(
+        f"tp {x['tp']}" + (f" x pp {x['pp']}" if x["pp"] > 1 else "")
+        + (f" with ep {x['ep']} over dp {x['dp']}" if x["ep"] > 1 else "")
+        + f" ({x['chips']:,} chips)"
+        for x in found
+    )
+    return [f"Splits that fit             {listed} (each device with room for one "
+            f"conversation of {context:,} tokens)"]
+
+
 def _star(text: str, row: dict) -> str:
     """``text`` marked with `` *`` when its row is past the model's context limit."""
     return text + (" *" if row["beyond_context_limit"] else "")
@@ -196,6 +212,7 @@ def _sizes(r: dict) -> list[str]:
             "do not fit",
             f"Chips for the weights       {r['chips_for_weights']:,} of this kind "
             "(the weights alone, split evenly; each also needs room for its cache)",
+            *fit_lines(r["splits_that_fit"], r["splits_context"]),
             "Longest conversation        none: the weights alone do not fit in memory",
         ]
     else:
