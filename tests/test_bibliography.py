@@ -9,6 +9,7 @@ import re
 from collections import Counter
 
 import pybtex.database
+import pytest
 
 from book_files import BOOK
 
@@ -33,6 +34,7 @@ def test_every_entry_can_be_found():
     assert lost == [], f"entries with no eprint (arXiv), doi or url: {lost}"
 
 
+@pytest.mark.site  # imports Sphinx (two seconds): with the site's tests
 def test_no_two_entries_share_a_label():
     from book_machinery.sphinx_citations import label_of
 
