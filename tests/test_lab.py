@@ -130,7 +130,7 @@ def small_book(tmp_path) -> Path:
     return book
 
 
-@pytest.mark.slow(seconds=40)
+@pytest.mark.slow(seconds=18)
 def test_preview_shows_an_edit_live(small_book, tmp_path):
     if CHROMIUM is None:
         pytest.fail("Chromium is not installed: `apt-get install -y chromium`")

@@ -29,7 +29,7 @@ from PIL import Image
 
 from book_files import BOOK, ROOT
 
-pytestmark = pytest.mark.pdf
+pytestmark = [pytest.mark.pdf, pytest.mark.slow(seconds=55)]
 
 TOOLS = {"chromium": "chromium", "pdfinfo": "poppler-utils", "pdftotext": "poppler-utils",
          "pdfimages": "poppler-utils"}

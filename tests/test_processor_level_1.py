@@ -4,7 +4,7 @@ import pytest
 
 from test_processor_paths import check_torch_tests_pass_at
 
-pytestmark = pytest.mark.slow(seconds=40)
+pytestmark = pytest.mark.slow(seconds=20)
 
 
 def test_torch_tests_pass_at_this_level():

@@ -34,7 +34,7 @@ import pytest
 from book_files import BOOK, ROOT, paired_notebooks
 from book_machinery.myst_plugin import READABLE_PX
 
-pytestmark = pytest.mark.site
+pytestmark = [pytest.mark.site, pytest.mark.slow(seconds=60)]
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = ROOT / "test-artifacts"

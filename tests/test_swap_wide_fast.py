@@ -7,4 +7,4 @@ from example_swap import (  # noqa: F401  (pytest collects the imported fixture 
 )
 
 VARIANT = "wide-fast"
-pytestmark = [pytest.mark.notebooks, pytest.mark.slow(seconds=40)]
+pytestmark = [pytest.mark.notebooks, pytest.mark.slow(seconds=15)]
