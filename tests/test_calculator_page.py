@@ -434,6 +434,29 @@ def test_a_batch_of_0_gives_the_command_lines_one_line_error(tab):
     reset(tab)
 
 
+def test_a_split_over_eight_chips_gives_the_command_lines_numbers(tab):
+    """Llama-3-70B cut over the eight H100s of one machine (tensor parallel), and a cut
+    that does not divide its heads, refused in the command line's one line."""
+    reset(tab)
+    choose(tab, "llama-3-70b")
+    tab.page.check("#calc-chip-named")
+    tab.page.select_option("#calc-chip-name", "h100-sxm")
+    tab.page.fill("#calc-tp", "8")
+    tab.page.fill("#calc-context", "8192")
+    assert tab.compute() == "computed", tab.page.inner_text(".calc-status")
+    expected = shown_like_the_command_line(
+        tab, "report", "llama-3-70b", "--chip", "h100-sxm", "--tp", "8", "--context", "8192"
+    )
+    assert expected["split"]["split"]["tp"] == 8 and expected["split"]["decode"]
+    tab.page.fill("#calc-tp", "3")
+    assert tab.compute() == "error"
+    code, _, err = cli("report", "llama-3-70b", "--chip", "h100-sxm", "--tp", "3",
+                       "--context", "8192")
+    shown = tab.page.inner_text(".calc-status").strip()
+    assert code == 2 and shown == err.strip() and "--tp" in shown, (shown, err)
+    reset(tab)
+
+
 def test_the_train_mode_gives_the_train_commands_numbers(tab):
     reset(tab)
     page = tab.page

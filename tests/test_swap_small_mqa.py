@@ -8,7 +8,7 @@ from example_swap import (  # noqa: F401  (pytest collects the imported fixture 
 from example_swap import check_the_book_builds_with_the_new_outputs
 
 VARIANT = "small-mqa"
-pytestmark = [pytest.mark.notebooks, pytest.mark.slow(seconds=16)]
+pytestmark = [pytest.mark.notebooks, pytest.mark.slow(seconds=38)]
 
 
 def test_the_book_builds_with_the_new_outputs(variant, tmp_path):
