@@ -345,13 +345,13 @@ def _chips(as_json: bool) -> str:
     lines = []
     for r in rows:
         fp8 = (
-            "none"
+            "no fp8"
             if r["fp8_flops_per_s"] is None
-            else f"{r['fp8_flops_per_s'] / 1e12:,.4g}"
+            else f"fp8 {r['fp8_flops_per_s'] / 1e12:,.4g} TFLOP/s"
         )
         lines += [
             f"{r['key']:<13} {r['name']}: bf16 {r['bf16_flops_per_s'] / 1e12:,.4g} "
-            f"TFLOP/s, fp8 {fp8} TFLOP/s, {r['bytes_per_s'] / 1e12:.4g} TB/s, "
+            f"TFLOP/s, {fp8}, {r['bytes_per_s'] / 1e12:.4g} TB/s, "
             f"{bytes_text(r['memory_bytes'])}, {r['interconnect']} "
             f"{r['interconnect_bytes_per_s'] / 1e9:,.4g} GB/s",
             f"{'':<13} {r['note']}",
