@@ -14,10 +14,12 @@ the shrunk form, a real model on the CPU and its cache after a prompt and one mo
 """
 from __future__ import annotations
 
+import pytest
 import torch
 import transformers
 from transformers.cache_utils import get_layer_types_and_kwargs
 
+from hf_reference import quiet
 from transformer_calculator import catalog
 
 FILL = {
@@ -111,8 +113,15 @@ def shrunk_form(model_type: str, layers: int, overrides: dict | None = None) -> 
             **(overrides or {})}
 
 
-def quiet() -> None:
-    transformers.logging.set_verbosity_error()
+@pytest.fixture(scope="module", autouse=True)
+def quiet_on_one_thread():
+    """transformers silenced and torch on one thread for a module's tests (the real CPU
+    models are tiny: more threads only wait on each other)."""
+    quiet()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def hf_config(cfg: dict) -> transformers.PreTrainedConfig:

@@ -6,8 +6,10 @@ real CPU model fills. Each form is exact, or refused in one line: never a wrong 
 import pytest
 import torch
 
-from family_forms import (build, counts, cut_form, defaults_form, hf_config, layer_kinds, quiet,
-                          real_cache, shrunk_form)
+from family_forms import (  # noqa: F401  (quiet_on_one_thread: a module fixture)
+    build, counts, cut_form, defaults_form, hf_config, layer_kinds, quiet_on_one_thread,
+    real_cache, shrunk_form,
+)
 from families_table import kinds_agree, per_token
 from transformer_calculator import catalog, costs
 from transformer_calculator.config import model_from_config
@@ -19,15 +21,6 @@ pytestmark = [pytest.mark.transformers, pytest.mark.meta_device, pytest.mark.tor
 LAYOUTS = sorted({t for f in FAMILIES for t in f.model_types} & set(catalog.decoders()))
 PROMPT = 8
 """Tokens of the shrunk model's prompt: past every shrunk window (5 positions)."""
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _quiet():
-    quiet()
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def outcome(cfg: dict, reference: dict) -> str:

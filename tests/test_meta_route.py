@@ -4,10 +4,12 @@ experts and the cache it really fills after a prompt and one more token), for a 
 kind of layer transformers has: experts, windows with attention sinks, chunked attention, linear
 attention (Gated DeltaNet), Mamba-2 beside attention, short convolutions, latent attention with
 an indexer, query-key norms after the blocks."""
+import json
+
 import pytest
 import torch
 
-from family_forms import build, counts, quiet, real_cache, shrunk_form
+from family_forms import build, counts, quiet_on_one_thread, real_cache, shrunk_form  # noqa: F401
 from families_table import per_token
 from transformer_calculator import costs, report
 from transformer_calculator.config import model_from_config
@@ -24,15 +26,6 @@ SAMPLE = {
 }
 """A family of each kind, with the changes its shrunk copy needs."""
 PROMPT = 8
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _quiet():
-    quiet()
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def test_transformers_is_here():
@@ -65,3 +58,21 @@ def test_the_kinds_of_layer_are_read():
     assert ("linear_attention", MixerKind.RUNNING_SUMMARY, None) in kinds["qwen3_next"]
     assert ("sliding_attention", MixerKind.ATTENTION, 4) in kinds["gpt_oss"]
     assert ("conv", MixerKind.RUNNING_SUMMARY, None) in kinds["lfm2"]
+
+
+@pytest.mark.parametrize("flag,value", [("--weights", "int4"), ("--kv-dtype", "fp8")])
+def test_a_packed_format_on_the_meta_route_is_refused_in_one_line(flag, value, capsys):
+    """A model counted from its tensors has no matrix roles and no cache vectors: a format
+    that packs either is refused (exit 2, one line naming the flag), while the model's own
+    format still gives its cache, as the layout route does for the same file."""
+    from transformer_calculator.cli import main
+
+    assert main(["report", "llama-3-8b", "--route", "transformers", flag, value]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith(f"error: argument {flag}: {value}")
+    assert "transformers route" in err
+    main(["report", "llama-3-8b", "--route", "transformers", "--json"])
+    measured = json.loads(capsys.readouterr().out)
+    main(["report", "llama-3-8b", "--route", "layout", "--json"])
+    laid_out = json.loads(capsys.readouterr().out)
+    assert measured["kv_bytes_per_token"] == laid_out["kv_bytes_per_token"] > 0

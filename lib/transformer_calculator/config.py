@@ -140,10 +140,14 @@ def _generic(cfg: dict, model_type: str | None, notes: list[str]) -> Family:
             None,
         )
         if act_key is None:
+            family = (
+                f"model_type {model_type!r} is not a known family"
+                if model_type is not None
+                else "the file names no model_type"
+            )
             raise ValueError(
-                "config field hidden_act is missing and model_type "
-                f"{model_type!r} is not a known "
-                'family: add "gated_ffn": true or false'
+                f"config field hidden_act is missing and {family}: "
+                'add "gated_ffn": true or false'
             )
         act = cfg[act_key]
         name = act.lower() if isinstance(act, str) else None

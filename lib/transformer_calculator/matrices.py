@@ -24,6 +24,7 @@ from functools import lru_cache
 
 from .feedforward import Experts, FeedForward, FeedForwardPart
 from .layout import Block, Layout
+from .measured import MeasuredExperts, MeasuredMixer
 from .mixers import Attention, LatentAttention, Mamba, Mamba2, Mixer
 
 __all__ = [
@@ -133,7 +134,7 @@ def _mixer(m: Mixer) -> list[Matrix]:
     raise ValueError(
         f"the matrices of a {type(m).__name__} layer are not known to the "
         "format counter"
-        + (_MEASURED if type(m).__name__.startswith("Measured") else "")
+        + (_MEASURED if isinstance(m, MeasuredMixer) else "")
     )
 
 
@@ -174,7 +175,7 @@ def _ffn(f: FeedForwardPart | None) -> list[Matrix]:
         return own + [router] + shared + gate
     raise ValueError(
         f"the matrices of a {type(f).__name__} part are not known to the format counter"
-        + (_MEASURED if type(f).__name__.startswith("Measured") else "")
+        + (_MEASURED if isinstance(f, MeasuredExperts) else "")
     )
 
 
