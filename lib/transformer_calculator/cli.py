@@ -21,6 +21,7 @@ from .chips import chip, chips, derated, parse_accelerator
 from .cli_splits import (add_serving_split, add_split_options, split_given,
                          with_split_text)
 from .cli_train import UsageError, add_train_parser, run_train
+from .cli_values import choice, fraction, typed, whole, whole_list
 from .config import ROUTES, example_config_path, example_configs, read_config
 from .costs import cache_bytes_per_token, weight_bytes
 from .formats import CACHE_FORMATS, UNPACKED, WEIGHT_FORMATS
@@ -29,69 +30,9 @@ from .report import Request, format_report, report
 from .report_text import bytes_text
 from .serving import Serving
 
-MAX_LIST = 32
-"""Most values one list flag (``--context``, ``--batch``) takes."""
-
-MAX_TOKENS = 10**12
-"""Largest length, batch or token count a flag takes: far beyond any model, small
-enough that every byte count and time stays a finite number."""
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line instead of argparse's usage block
         raise UsageError(message)
-
-
-def _typed(parse):
-    def wrapped(text: str):
-        try:
-            return parse(text)
-        except ValueError as err:
-            raise argparse.ArgumentTypeError(str(err)) from None
-
-    wrapped.__name__ = parse.__name__
-    return wrapped
-
-
-def whole(text: str, low: int = 1) -> int:
-    """A whole number from ``low`` to ``MAX_TOKENS``."""
-    try:
-        value = int(text.strip().replace("_", ""))
-    except ValueError:
-        raise ValueError(f"must be a whole number, got {text!r}") from None
-    if not low <= value <= MAX_TOKENS:
-        raise ValueError(f"must lie between {low:,} and {MAX_TOKENS:,}, got {text!r}")
-    return value
-
-
-def whole_list(text: str) -> tuple[int, ...]:
-    """One whole number or a comma list of them (at most ``MAX_LIST``), in order, each
-    once."""
-    parts = [p for p in text.split(",")]
-    if len(parts) > MAX_LIST:
-        raise ValueError(f"takes at most {MAX_LIST} values, got {len(parts)}")
-    return tuple(dict.fromkeys(whole(p) for p in parts))
-
-
-def fraction(text: str) -> float:
-    """A fraction in (0, 1]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"must be a number, got {text!r}") from None
-    if not 0 < value <= 1:
-        raise ValueError(f"must lie in (0, 1], got {text!r}")
-    return value
-
-
-def _choice(table: dict):
-    def parse(text: str) -> str:
-        key = text.strip().lower()
-        if key not in table:
-            raise ValueError(f"must be one of {', '.join(table)}, got {text!r}")
-        return key
-
-    return parse
 
 
 WEIGHT_CHOICES = {"bf16": None, "fp16": None, **WEIGHT_FORMATS}
@@ -104,20 +45,20 @@ def add_chip_options(p: argparse.ArgumentParser) -> None:
     where.add_argument(
         "--accelerator",
         default=None,
-        type=_typed(parse_accelerator),
+        type=typed(parse_accelerator),
         metavar="example|FLOPS,BYTES_PER_S,MEMORY_GIB",
         help="'example' (the book's example accelerator, the default) or three "
         "numbers: operations a second, bytes read a second, memory in GiB",
     )
     where.add_argument(
         "--chip",
-        type=_typed(chip),
+        type=typed(chip),
         metavar="NAME",
         help="a real chip from the shipped table (see the 'chips' command)",
     )
     p.add_argument(
         "--flops-efficiency",
-        type=_typed(fraction),
+        type=typed(fraction),
         default=1.0,
         metavar="F",
         help="fraction of peak arithmetic reached (0 to 1; default 1, the floor)",
@@ -126,7 +67,7 @@ def add_chip_options(p: argparse.ArgumentParser) -> None:
         "--hbm-memory-efficiency",
         "--memory-efficiency",
         dest="memory_efficiency",
-        type=_typed(fraction),
+        type=typed(fraction),
         default=1.0,
         metavar="F",
         help="fraction of peak memory bandwidth reached (0 to 1; default 1)",
@@ -137,7 +78,7 @@ def add_format_options(p: argparse.ArgumentParser) -> None:
     """``--weights`` and, for serving, ``--kv-dtype``."""
     p.add_argument(
         "--weights",
-        type=_typed(_choice(WEIGHT_CHOICES)),
+        type=typed(choice(WEIGHT_CHOICES)),
         metavar="|".join(WEIGHT_CHOICES),
         help="store the weights so: a 16-bit cast, or a packed format (embeddings, "
         "head, norms and routers stay in the model's format)",
@@ -160,37 +101,37 @@ def _report_parser(commands) -> None:
     add_format_options(rep)
     rep.add_argument(
         "--kv-dtype",
-        type=_typed(_choice(CACHE_FORMATS)),
+        type=typed(choice(CACHE_FORMATS)),
         metavar="|".join(CACHE_FORMATS),
         help="store the key-value cache so",
     )
     rep.add_argument(
         "--context",
-        type=_typed(whole_list),
+        type=typed(whole_list),
         metavar="N[,N...]",
         help="conversation lengths for the tables (tokens)",
     )
     rep.add_argument(
         "--batch",
-        type=_typed(whole_list),
+        type=typed(whole_list),
         metavar="B[,B...]",
         help="conversations served at once for the tables",
     )
     rep.add_argument(
         "--prompt",
-        type=_typed(whole),
+        type=typed(whole),
         metavar="P",
         help="a request's prompt, in tokens (with --answer)",
     )
     rep.add_argument(
         "--answer",
-        type=_typed(whole),
+        type=typed(whole),
         metavar="A",
         help="a request's answer, in tokens (with --prompt)",
     )
     rep.add_argument(
         "--gpu-memory-utilization",
-        type=_typed(fraction),
+        type=typed(fraction),
         default=0.9,
         metavar="F",
         help="fraction of the chip's memory the engine "
@@ -198,7 +139,7 @@ def _report_parser(commands) -> None:
     )
     rep.add_argument(
         "--block-size",
-        type=_typed(whole),
+        type=typed(whole),
         default=16,
         metavar="N",
         help="tokens a cache block holds (default 16, as vLLM)",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from .chips import Chip
+from .cli_values import typed, whole
 from .model import Model
 from .report import BATCHES, LENGTHS
 from .serving import Serving
@@ -25,18 +26,12 @@ _GROUPS = (
 )
 
 
-def _group(text: str) -> int:
-    try:
-        value = int(text.strip().replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"must be a whole number, got {text!r}"
-        ) from None
-    if not 1 <= value <= MAX_SPLIT:
-        raise argparse.ArgumentTypeError(
-            f"must lie between 1 and {MAX_SPLIT:,}, got {text!r}"
-        )
-    return value
+def _group_size(text: str) -> int:
+    """Devices in one way of splitting: a whole number from 1 to ``MAX_SPLIT``."""
+    return whole(text, 1, MAX_SPLIT)
+
+
+_group = typed(_group_size)
 
 
 def _link(text: str) -> tuple[str, float]:
