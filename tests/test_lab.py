@@ -157,7 +157,8 @@ def test_preview_shows_an_edit_live(small_book, tmp_path):
             page.goto(page_url)
             assert added not in page.inner_text("article")
             md.write_text(md.read_text() + f"\n{added}\n")
-            page.wait_for_function(f"document.body.innerText.includes({added!r})", timeout=150_000)
+            page.wait_for_function(f"document.body !== null && document.body.innerText.includes({added!r})",
+                                   timeout=150_000)  # the reload empties the page a moment
             browser.close()
         assert not outside, f"the preview asked the network for: {outside}"
         stored = json.loads(md.with_suffix(".ipynb").read_text())
