@@ -24,7 +24,7 @@ from transformer_calculator.chips import chip
 from transformer_calculator.cli import load_model, main
 from transformer_calculator.plain import model_of
 from transformer_calculator.serving import VLLM_DEFAULTS
-from transformer_calculator.split_costs import serving_split, splits_that_fit, training_split
+from transformer_calculator.splits import serving_split, splits_that_fit, training_split
 from transformer_calculator.splits import Split, device_model, interconnect, stage_models
 from transformer_calculator.training import Training
 

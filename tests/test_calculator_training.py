@@ -97,7 +97,7 @@ def _states(opt) -> list[torch.Tensor]:
 def test_model_states_against_a_real_step(optimizer):
     model, master, opt, _, _ = _step(SHAPE, optimizer, "selective")
     ours = step_memory(model_of(SHAPE), Training(batch=B, seq_len=N, optimizer=optimizer,
-                                                 fp32_gradients=True))
+                                                 gradients="both"))
     assert ours["weights"] == _bytes(model.parameters())
     assert ours["gradients"] == _bytes(p.grad for p in model.parameters())
     assert ours["float32 master weights"] == _bytes(master)

@@ -18,7 +18,8 @@ from transformer_calculator.cli import main
 from transformer_calculator.config import example_config_path, model_from_config, read_config
 from transformer_calculator.plain import model_of
 from transformer_calculator.training import (ALL_LINEAR, Lora, Training, lora_parameters,
-                                             optimizer_state_bytes, step_work, train_figures)
+                                             optimizer_state_bytes)
+from transformer_calculator.training_time import step_work, train_figures
 
 
 SHAPE = ModelShape(layers=2, heads=4, kv_heads=2, head_dim=16, ffn_width=96, vocab=512, gated_ffn=True,

@@ -51,12 +51,12 @@ def test_deepspeed_estimators():
     m = model_of(SHAPE)
     assert total == m.layout.parameters
     for devices in (1, 8, 64):
-        t2 = Training(zero_stage=2, devices=devices, fp32_gradients=True)
+        t2 = Training(zero_stage=2, devices=devices, gradients="both")
         states = ("weights", "gradients", "float32 gradients", "float32 master weights", "optimizer states")
         ours2 = step_memory(m, t2)
         _, gpu2 = estimate_zero2_model_states_mem_needs(total, devices, 1, cpu_offload=False)
         assert sum(ours2[k] for k in states) == pytest.approx(gpu2, abs=1)
-        t3 = Training(zero_stage=3, devices=devices, fp32_gradients=True)
+        t3 = Training(zero_stage=3, devices=devices, gradients="both")
         ours3 = step_memory(m, t3)
         _, gpu3, gathered = estimate_zero3_model_states_mem_needs(
             total, largest, devices, 1, cpu_offload=False, cpu_offload_params=False)

@@ -39,6 +39,8 @@ __all__ = [
     "two_level_network_bytes",
     "ring_all_reduce_schedule",
     "send_time",
+    "hierarchical_time",
+    "all_to_all_time",
 ]
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all")
@@ -201,3 +203,50 @@ def _bytes(array_bytes: float) -> float:
     if not (x >= 0 and math.isfinite(x)):
         raise ValueError(f"array_bytes must be a finite size of 0 or more, got {x!r}")
     return x
+
+
+def hierarchical_time(
+    collective: str,
+    array_bytes: float,
+    per_machine: int,
+    machines: int,
+    inside: Link,
+    between: Link,
+) -> float:
+    """Seconds of ``collective`` over ``machines`` machines of ``per_machine`` group
+    members each, in two levels (NCCL runs a ring per network card, so each card
+    carries the share of its own member): an all-reduce reduce-scatters inside each
+    machine, all-reduces each slice X / N_node between machines and all-gathers inside
+    again; a reduce-scatter does the first two halves, an all-gather the last two; an
+    all-to-all posts to every peer at once (``all_to_all_time``)."""
+    kind = _kind(collective)
+    x = _bytes(array_bytes)
+    g = checked_whole("per_machine", per_machine, minimum=1)
+    m = checked_whole("machines", machines, minimum=1)
+    if kind == "all-to-all":
+        return all_to_all_time(x, g * m, g, inside, between)
+    if kind == "all-reduce":
+        return two_level_all_reduce_time(x, g, m, inside, between)
+    half = "reduce-scatter" if kind == "reduce-scatter" else "all-gather"
+    return ring_time(half, x, g, inside) + ring_time(half, x / g, m, between)
+
+
+def all_to_all_time(
+    array_bytes: float, devices: int, per_machine: int, inside: Link, between: Link
+) -> float:
+    """Seconds of an all-to-all in which each of ``devices`` hands X bytes, one slice
+    X / N for every device, posting to all its peers at once (as NCCL's and DeepEP's
+    all-to-alls do): one step's latency, then the slices for the other ``per_machine``
+    - 1 devices of its machine on ``inside`` and those for other machines on
+    ``between``, both at once."""
+    x = _bytes(array_bytes)
+    n = checked_whole("devices", devices, minimum=1)
+    g = checked_whole("per_machine", per_machine, minimum=1)
+    if n % g:
+        raise ValueError(f"per_machine={g} does not divide devices={n}")
+    if n == 1:
+        return 0.0
+    near = (g - 1) * x / n / inside.bytes_per_s
+    far = (n - g) * x / n / between.bytes_per_s
+    latency = inside.step_latency_s if n == g else between.step_latency_s
+    return latency + max(near, far)

@@ -29,6 +29,9 @@ __all__ = [
     "schedule_length",
     "micro_batches_held",
     "stage_send_bytes",
+    "interleaved_bubble_share",
+    "interleaved_micro_batches_held",
+    "uneven_stage_layers",
 ]
 
 SCHEDULES = ("GPipe", "1F1B")
@@ -143,3 +146,51 @@ def stage_send_bytes(m: ModelShape, tokens: int) -> int:
     forward pass (the same come back as gradients): one vector of d numbers each."""
     tokens = checked_whole("tokens", tokens)
     return tokens * m.width * m.bytes_per_number
+
+
+def interleaved_bubble_share(stages: int, micro_batches: int, virtual: int) -> float:
+    """Share of each device's time idle in the bubble of the interleaved 1F1B schedule
+    (Narayanan et al., 2021), each device holding ``virtual`` chunks of L / (N_pp v)
+    layers: the bubble is (N_pp - 1) / v micro-batch passes against N_mb of work, a
+    share (N_pp - 1) / (v N_mb + N_pp - 1); v = 1 is ``bubble_share``."""
+    p = checked_whole("stages", stages, minimum=1)
+    m = checked_whole("micro_batches", micro_batches, minimum=1)
+    v = checked_whole("virtual", virtual, minimum=1)
+    return (p - 1) / (v * m + p - 1)
+
+
+def interleaved_micro_batches_held(
+    stages: int, micro_batches: int, virtual: int, stage: int
+) -> float:
+    """Micro-batches' worth of one stage's activations ``stage`` holds at most under the
+    interleaved schedule: Megatron-LM warms up 2 (N_pp - stage - 1) + (v - 1) N_pp
+    chunks before its first backward pass and holds one more, each 1 / v of the stage
+    (the first stage: N_pp + (N_pp - 1) / v, Korthikanti et al.'s factor 1 + (N_pp -
+    1) / (N_pp v)), and never more than all N_mb; v = 1 is 1F1B's N_pp - stage."""
+    p = checked_whole("stages", stages, minimum=1)
+    m = checked_whole("micro_batches", micro_batches, minimum=1)
+    v = checked_whole("virtual", virtual, minimum=1)
+    s = checked_whole("stage", stage)
+    if s >= p:
+        raise ValueError(f"stage={s} is not one of the {p} stages")
+    if v == 1:
+        return float(min(p - s, m))
+    chunks = 2 * (p - s - 1) + (v - 1) * p + 1
+    return min(chunks / v, float(m))
+
+
+def uneven_stage_layers(layers: int, stages: int) -> list[int]:
+    """Layers of each stage, first to last, as even as they go, the stages holding one
+    fewer taken from the ends inwards (first, last, second, second to last, ...): the
+    end stages also hold the input table and the output head, so they take the fewer
+    layers (Llama 3's 126 layers over 16 stages: 7, fourteen of 8, 7)."""
+    n = checked_whole("layers", layers, minimum=1)
+    p = checked_whole("stages", stages, minimum=1)
+    if p > n:
+        raise ValueError(f"{n} layers cannot fill {p} stages")
+    per = -(-n // p)
+    counts = [per] * p
+    ends = [i // 2 if i % 2 == 0 else p - 1 - i // 2 for i in range(p)]
+    for i in ends[: per * p - n]:
+        counts[i] -= 1
+    return counts

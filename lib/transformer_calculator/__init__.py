@@ -16,10 +16,12 @@ chip.
 - ``chips``        accelerators: the book's example, three numbers, or a real chip by
   name from the shipped table (``data/chips.json``), at a fraction of its peak
 - ``serving``      what fits as a serving engine shares memory, and a request's times
-- ``activations``, ``training``  one training step's memory by part and its time
-- ``splits``, ``split_costs``, ``splits_text``, ``cli_splits``  a model split over many
-  chips (tensor, pipeline, expert and data parallel): each device's share as a layout of
-  its own, the collectives on the chip's link, and which splits would fit
+- ``activations``, ``training``, ``training_time``  one training step's memory by part
+  and its time
+- ``splits/``, ``cli_splits``  a model split over many chips (tensor, pipeline, expert,
+  data and context parallel): each device's share as a layout of its own, the
+  collectives on the links of a machine and between machines, the schedules, and which
+  splits would fit
 - ``report``, ``report_text``, ``cli``, ``cli_train``  the numbers for one model on one
   chip, and the command line (``python -m transformer_calculator report CONFIG.json``,
   ``train``, ``chips``, ``configs``)
@@ -34,9 +36,9 @@ from .config import example_config_path, example_configs, model_from_config, rea
 from .model import Model
 from .report import Request, format_report, report
 from .serving import Serving
-from .split_costs import serving_split, splits_that_fit, training_split
-from .splits import Split
-from .training import Lora, Training, train_figures
+from .splits import Split, serving_split, splits_that_fit, training_split
+from .training import Lora, Training
+from .training_time import train_figures
 
 __all__ = [
     "Model",

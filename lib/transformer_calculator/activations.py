@@ -15,14 +15,31 @@ recomputed, each head's grid of attention weights. In the model's format (a numb
   attention kernel never stores it either);
 - ``full``: only each layer's input, the rest recomputed.
 
-The teaching formula ``memory.layer_activation_bytes`` is this count for the plain
-decoder with dropout (a plain layout without dropout equals it without its masks). Small
-per-token statistics (a normalisation's reciprocal root, a fused kernel's
-log-sum-exp) and dropout masks (the models here train without dropout) are not counted.
+Split over devices (``Shares``): tensor parallel cuts the heads and the inner widths
+(the device's own layout already holds its share); sequence parallelism (Korthikanti et
+al., on by default in Megatron-LM with tensor parallel) cuts the sequence of every
+d-wide tensor the layer keeps (the normalisations' inputs, the inputs of the first
+matrices, a layer's input under full recomputation) over the same N_tp devices, so a
+layer keeps 1 / N_tp of everything; context parallel cuts the whole sequence over N_cp
+devices (each keeps n / N_cp tokens, and under the all-gather form every position's
+keys and values as well, gathered for attention).
+
+With ``fused_glu`` a gated feed-forward part's activation is one fused kernel that keeps
+its input (gate and up) and recomputes the activated gate in the backward pass, as
+Megatron-LM's bias-SwiGLU does: three inner vectors a token instead of four.
+
+With ``dropout`` the step also keeps a one-byte mask a number after attention and after
+the feed-forward part, and over the grid where the grid is kept (Korthikanti's count);
+today's large models train without dropout, the default. The teaching formula
+``memory.layer_activation_bytes`` is this count for the plain decoder (a plain layout
+without dropout equals it without its masks). Small per-token statistics (a
+normalisation's reciprocal root, a fused kernel's log-sum-exp) are not counted.
 Running-summary layers are refused: what they keep depends on the scan's kernel.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from transformer_arithmetic.checks import checked_whole
 
@@ -34,6 +51,8 @@ from .model import Model
 
 __all__ = [
     "RECOMPUTE",
+    "Shares",
+    "NO_SHARES",
     "block_activation_numbers",
     "activation_bytes",
     "logits_bytes",
@@ -44,6 +63,27 @@ RECOMPUTE = ("none", "selective", "full")
 """What a step recomputes in its backward pass instead of keeping."""
 
 
+@dataclass(frozen=True)
+class Shares:
+    """How a split cuts the activations of one device beyond its own layout:
+    ``sequence`` devices share each d-wide tensor's positions (N_tp under sequence
+    parallelism, else 1), ``context`` devices share the whole sequence (N_cp), and
+    ``gathered_kv`` is True when context parallel gathers every position's keys and
+    values for attention (the all-gather form) and keeps them for the backward pass."""
+
+    sequence: int = 1
+    context: int = 1
+    gathered_kv: bool = False
+
+    def __post_init__(self) -> None:
+        checked_whole("sequence", self.sequence, minimum=1)
+        checked_whole("context", self.context, minimum=1)
+
+
+NO_SHARES = Shares()
+"""One device holding the whole sequence."""
+
+
 def _norms(model: Model, block: Block) -> int:
     """Normalisations a block applies to its width (each keeps its input)."""
     layout = model.layout
@@ -52,56 +92,79 @@ def _norms(model: Model, block: Block) -> int:
     return block.norms // (layout.norm_numbers * layout.width)
 
 
-def _mixer_numbers(block: Block, seq_len: int, grid: bool) -> int:
+def _mixer_numbers(block: Block, seq_len: int, grid: bool) -> tuple[int, int]:
+    """(numbers cut by heads, d-wide numbers) attention keeps a token; the grid spans
+    ``seq_len`` keys."""
     m = block.mixer
     if type(m) is Attention:
         q, kv = m.heads * m.head_dim, m.kv_heads * m.head_dim
         qk_norm = q + kv if m.qk_norm else 0
         scores = m.heads * seq_len if grid else 0
-        return m.width + q + 2 * kv + q + qk_norm + scores
+        return q + 2 * kv + q + qk_norm + scores, m.width
     if type(m) is LatentAttention:
         qk = m.nope_dim + m.rope_dim
         query = 2 * m.q_rank if m.q_rank is not None else 0
         latent = (m.kv_rank + m.rope_dim) + m.kv_rank
         heads = m.heads * qk + m.heads * qk + m.heads * m.v_dim + m.heads * m.v_dim
         scores = m.heads * seq_len if grid else 0
-        return m.width + query + latent + heads + scores
+        return query + latent + heads + scores, m.width
     raise ValueError(
         f"the activations a {type(m).__name__} layer keeps for training are not "
         "counted here: what a running summary keeps depends on its scan's kernel"
     )
 
 
-def _ffn_numbers(block: Block) -> tuple[int, int]:
-    """(numbers in the model's format, numbers in float32) the feed-forward part keeps
-    a token."""
+def _ffn_numbers(block: Block, fused: bool) -> tuple[int, int, int]:
+    """(inner numbers in the model's format, d-wide numbers, numbers in float32) the
+    feed-forward part keeps a token; ``fused``: a fused gated activation."""
     f = block.ffn
+    glu = 3 if fused else 4
     if f is None:
-        return 0, 0
+        return 0, 0, 0
     if type(f) is FeedForward:
-        return f.width + (4 if f.gated else 2) * f.inner, 0
+        return (glu if f.gated else 2) * f.inner, f.width, 0
     if type(f) is Experts:
-        shared = 4 * f.shared.inner if f.shared else 0
-        routed = f.per_token * (f.width + 4 * f.inner)
-        return f.width + routed + shared, f.count
+        shared = glu * f.shared.inner if f.shared else 0
+        routed = f.per_token * f.tokens_from * (f.width + glu * f.inner)
+        return routed + shared, f.width, f.count
     raise ValueError(f"the activations of a {type(f).__name__} part are not counted")
 
 
+def _kv_numbers(block: Block) -> int:
+    """Numbers of keys and values one position adds to a device's attention."""
+    m = block.mixer
+    if type(m) is Attention:
+        return 2 * m.kv_heads * m.head_dim
+    if type(m) is LatentAttention:
+        return m.heads * (m.nope_dim + m.rope_dim) + m.heads * m.v_dim
+    return 0
+
+
 def block_activation_numbers(
-    model: Model, block: Block, seq_len: int, recompute: str, lora: int
+    model: Model, block: Block, seq_len: int, recompute: str, lora: int,
+    fused_glu: bool = False,
 ) -> tuple[int, int]:
     """(numbers in the model's format, numbers in float32) ``block`` keeps for each
-    token
-    of a ``seq_len``-token sequence; ``lora``: adapter numbers a token adds (the
-    product of its input and A, which B reads)."""
+    token of a ``seq_len``-token sequence on one device; ``lora``: adapter numbers a
+    token adds (the product of its input and A, which B reads)."""
+    cut, wide, f32 = _block_numbers(model, block, seq_len, recompute, lora, fused_glu)
+    return cut + wide, f32
+
+
+def _block_numbers(
+    model: Model, block: Block, seq_len: int, recompute: str, lora: int,
+    fused_glu: bool = False,
+) -> tuple[int, int, int]:
+    """(numbers cut by heads and inner widths, d-wide numbers, float32 numbers) a
+    token keeps in ``block``."""
     if recompute not in RECOMPUTE:
         raise ValueError(f"recompute must be one of {', '.join(RECOMPUTE)}")
     if recompute == "full":
-        return model.layout.width, 0
-    grid = recompute == "none"
-    ffn, ffn32 = _ffn_numbers(block)
+        return 0, model.layout.width, 0
+    mixer, mixer_wide = _mixer_numbers(block, seq_len, recompute == "none")
+    ffn, ffn_wide, ffn32 = _ffn_numbers(block, fused_glu)
     norms = _norms(model, block) * model.layout.width
-    return norms + _mixer_numbers(block, seq_len, grid) + ffn + lora, ffn32
+    return mixer + ffn + lora, norms + mixer_wide + ffn_wide, ffn32
 
 
 def _lora_numbers(block: Block, rank: int, names: tuple[str, ...]) -> int:
@@ -117,6 +180,18 @@ def _lora_numbers(block: Block, rank: int, names: tuple[str, ...]) -> int:
     return own + routed
 
 
+def _mask_bytes(
+    block: Block, width: int, seq_len: int, recompute: str
+) -> tuple[int, int]:
+    """(d-wide, grid) bytes of one-byte dropout masks a token keeps in ``block``:
+    after attention and after the feed-forward part, and over the grid where it is
+    kept."""
+    if recompute == "full":
+        return 0, 0
+    grid = block.mixer.heads * seq_len if recompute == "none" else 0
+    return 2 * width, grid
+
+
 def activation_bytes(
     model: Model,
     batch: int,
@@ -124,23 +199,37 @@ def activation_bytes(
     recompute: str,
     lora_rank: int = 0,
     lora_names: tuple[str, ...] = (),
+    *,
+    shares: Shares = NO_SHARES,
+    dropout: bool = False,
+    fused_glu: bool = False,
 ) -> int:
     """Bytes every layer keeps for the backward pass, plus the inputs of the final
-    normalisation and of the output head, for ``batch`` sequences of ``seq_len``."""
+    normalisation and of the output head, for ``batch`` sequences of ``seq_len`` on a
+    device whose share of the sequence is ``shares``, with dropout's masks and a fused
+    gated activation as asked (see the module's docstring)."""
     batch = checked_whole("batch", batch, minimum=1)
     seq_len = checked_whole("seq_len", seq_len, minimum=1)
+    if seq_len % shares.context:
+        raise ValueError(
+            f"seq_len={seq_len} does not divide among {shares.context} devices"
+        )
     bpn, layout = model.bytes_per_number, model.layout
-    numbers = f32 = 0
+    cut = wide = f32 = masks = 0.0
     for block in layout.blocks:
         lora = _lora_numbers(block, lora_rank, lora_names)
         if recompute == "full":
             lora = 0
-        n, n32 = block_activation_numbers(model, block, seq_len, recompute, lora)
-        numbers += n
-        f32 += n32
-    outer = 2 * layout.width + (layout.width if layout.embedding_norm else 0)
-    per_token = (numbers + outer) * bpn + f32 * FLOAT32_BYTES
-    return batch * seq_len * per_token
+        c, w, n32 = _block_numbers(model, block, seq_len, recompute, lora, fused_glu)
+        if shares.gathered_kv and recompute != "full":
+            c += _kv_numbers(block) * (shares.context - 1)
+        cut, wide, f32 = cut + c, wide + w, f32 + n32
+        if dropout:
+            d_wide, grid = _mask_bytes(block, layout.width, seq_len, recompute)
+            masks += d_wide / shares.sequence + grid
+    wide += 2 * layout.width + (layout.width if layout.embedding_norm else 0)
+    per_token = (cut + wide / shares.sequence) * bpn + f32 * FLOAT32_BYTES + masks
+    return round(batch * (seq_len // shares.context) * per_token)
 
 
 def logits_bytes(model: Model, batch: int, seq_len: int) -> int:

@@ -255,9 +255,10 @@ def _report(args: argparse.Namespace) -> str:
         kwargs["requests"] = [Request(args.prompt, args.answer)]
     chip = chip_of(args)
     result = report(model, chip, **kwargs)
-    if split_given(args) or args.dp > 1:
+    if split_given(args):
         try:
-            add_serving_split(result, args, model, chip, engine)
+            result = add_serving_split(result, args, model, chip, engine,
+                                       kwargs.get("requests", ()))
         except ValueError as err:
             raise UsageError(str(err)) from None
     if args.json:

@@ -9,19 +9,20 @@ import json
 import math
 
 from .activations import RECOMPUTE
-from .cli_splits import split_given, split_of
+from .cli_splits import SPLIT_ASSUMPTIONS, split_given, split_of
 from .matrices import matrices
-from .split_costs import SPLIT_ASSUMPTIONS, training_split
-from .splits_text import training_split_lines
 from .report_text import bytes_text, seconds_text, table
+from .splits import chip_link, training_split
+from .splits.text import training_split_lines
 from .training import (
     ALL_LINEAR,
+    GRADIENTS,
     LORA_TARGETS,
     OPTIMIZERS,
     Lora,
     Training,
-    train_figures,
 )
+from .training_time import train_figures
 
 __all__ = [
     "UsageError",
@@ -36,15 +37,21 @@ MAX_TRAINING_TOKENS = 10**16
 
 
 _SPLIT_KEYS = ("memory", "memory_bytes", "fits", "step_seconds", "tokens_per_s",
-               "model_flops_utilisation", "training_seconds", "chip_hours")
+               "model_flops_utilisation", "training_seconds", "chip_hours",
+               "bytes_per_parameter", "utilisation_against")
 """What a split replaces in the train command's figures: the busiest device's."""
 
 _SPLIT_TIME = (
-    "time: each stage's share of the step on the roofline (forward 2 operations a "
+    "time: each stage's micro-batches on the roofline (forward 2 operations a "
     "weight a token, backward 4, attention's pairs, recomputation's forward again, "
-    "and the bytes it reads), the slowest stage's plus the 1F1B bubble and the "
-    "communication"
+    "and the bytes they read), the slowest stage's plus the pipeline's bubble, the "
+    "communication and the optimizer's step once"
 )
+
+
+_RECOMPUTE_WORDS = {"none": "no recomputation", "selective": "selective recomputation",
+                    "full": "full recomputation"}
+"""What each ``--recompute`` choice is called in the text."""
 
 
 class UsageError(Exception):
@@ -147,9 +154,37 @@ def add_train_parser(commands, add_chip_options, add_format_options) -> None:
         help="data-parallel devices (default 1)",
     )
     p.add_argument(
+        "--gradients",
+        choices=list(GRADIENTS),
+        default=None,
+        help="model: gradients in the model's format (the default; 16 bytes a "
+        "parameter with AdamW); fp32: in float32 only (Megatron-LM's main "
+        "gradients; 18); both: a float32 copy beside them (DeepSpeed, nanotron; 20)",
+    )
+    p.add_argument(
         "--fp32-gradients",
         action="store_true",
-        help="also keep a float32 copy of the gradients (as DeepSpeed does)",
+        help="the same as --gradients both",
+    )
+    p.add_argument(
+        "--no-master-weights",
+        dest="master_weights",
+        action="store_false",
+        help="no float32 master copy: the optimizer updates the model's own numbers "
+        "(12 bytes a parameter with AdamW)",
+    )
+    p.add_argument(
+        "--fused-glu",
+        action="store_true",
+        help="a gated feed-forward part's activation fused into one kernel that keeps "
+        "its input and recomputes the rest (Megatron-LM's bias-SwiGLU): 3 inner "
+        "vectors kept a token, not 4",
+    )
+    p.add_argument(
+        "--dropout",
+        action="store_true",
+        help="keep dropout's masks for the backward pass (today's large models "
+        "train without dropout, the default)",
     )
     p.add_argument(
         "--lora-rank",
@@ -198,7 +233,12 @@ def train_report(model, acc, t: Training, tokens: int, notes: list[str]) -> dict
             "recompute": t.recompute,
             "zero_stage": t.zero_stage,
             "devices": t.devices,
-            "fp32_gradients": t.fp32_gradients,
+            "fp32_gradients": t.gradients == "both",
+            "gradients": t.gradients,
+            "master_weights": t.master_weights,
+            "dropout": t.dropout,
+            "fused_glu": t.fused_glu,
+            "micro_batches": t.micro_batches,
             "lora": lora,
             "tokens": tokens,
         },
@@ -215,14 +255,20 @@ def _assumptions(t: Training) -> list[str]:
     out = [
         "memory per device; ZeRO splits the optimizer states and master copy (stage "
         "1), the gradients (stage 2) and the weights (stage 3) across the devices",
-        "activations after Korthikanti et al. (2022), in the model's format, without "
-        "dropout and without the small per-token statistics of normalisations",
-        "time: the slower of the arithmetic (forward 2 operations a weight a token, "
-        "backward 2 for the inputs' gradients and 2 for each trainable weight's, "
-        "attention's pairs 3 times, recomputation's forward again) and the bytes a "
-        "step reads; communication between devices is not counted",
-        "model-flops utilisation: the work without recomputation, over the step's time "
-        "and the chip's peak",
+        "activations after Korthikanti et al. (2022), in the model's format, of one "
+        "micro-batch (a step of several adds up their gradients before the optimizer's "
+        "step), " + ("with dropout's one-byte masks" if t.dropout else "without "
+                     "dropout") + " and without the small per-token statistics of "
+        "normalisations",
+        "time: each micro-batch's forward and backward pass on the roofline, the "
+        "slower of its arithmetic (forward 2 operations a weight a token, backward 2 "
+        "for the inputs' gradients and 2 for each trainable weight's, attention's "
+        "pairs 3 times, recomputation's forward again) and its bytes, then the "
+        "optimizer's step once (its bytes); communication between devices is not "
+        "counted",
+        "model-flops utilisation: the time the work without recomputation would take "
+        "at the chip's peak rates (fp8 weight matrices at its fp8 peak), over the "
+        "step's time",
     ]
     if t.lora:
         out.append(
@@ -232,36 +278,54 @@ def _assumptions(t: Training) -> list[str]:
     return out
 
 
-def run_train(args, load_model, apply_formats, chip_of) -> str:
-    """Run the train command: its table or its JSON."""
-    if args.lora_targets is not None and args.lora_rank is None:
-        raise UsageError("argument --lora-targets needs --lora-rank")
-    model, notes = load_model(args.config, args.route)
-    model = apply_formats(model, notes, args.weights, None)
-    lora = None
-    if args.lora_rank:
-        names = {m.name for m in matrices(model.layout)} | (
-            {"experts"} if model.layout.has_experts else set()
-        )
-        targets = tuple(n for n in args.lora_targets or ALL_LINEAR if n in names)
-        if not targets:
-            raise UsageError("argument --lora-targets: this model has no such matrix")
-        lora = Lora(args.lora_rank, targets)
-    t = Training(
+def _lora(args, model) -> Lora | None:
+    if not args.lora_rank:
+        return None
+    names = {m.name for m in matrices(model.layout)} | (
+        {"experts"} if model.layout.has_experts else set()
+    )
+    targets = tuple(n for n in args.lora_targets or ALL_LINEAR if n in names)
+    if not targets:
+        raise UsageError("argument --lora-targets: this model has no such matrix")
+    return Lora(args.lora_rank, targets)
+
+
+def _training(args, model) -> Training:
+    if args.gradients is not None and args.fp32_gradients:
+        raise UsageError("arguments --gradients and --fp32-gradients: give one")
+    gradients = args.gradients or ("both" if args.fp32_gradients else "model")
+    if args.micro_batches is not None and args.batch % args.micro_batches:
+        raise UsageError(f"argument --micro-batches: {args.micro_batches} do not "
+                         f"divide the batch of {args.batch}")
+    return Training(
         batch=args.batch,
         seq_len=args.seq_len,
         optimizer=args.optimizer,
         recompute=args.recompute,
         zero_stage=args.zero_stage,
         devices=args.devices,
-        fp32_gradients=args.fp32_gradients,
-        lora=lora,
+        gradients=gradients,
+        lora=_lora(args, model),
+        micro_batches=args.micro_batches or 1,
+        master_weights=args.master_weights,
+        dropout=args.dropout,
+        fused_glu=args.fused_glu,
     )
+
+
+def run_train(args, load_model, apply_formats, chip_of) -> str:
+    """Run the train command: its table or its JSON."""
+    if args.lora_targets is not None and args.lora_rank is None:
+        raise UsageError("argument --lora-targets needs --lora-rank")
+    model, notes = load_model(args.config, args.route)
+    model = apply_formats(model, notes, args.weights, None)
+    t = _training(args, model)
     chip = chip_of(args)
     result = train_report(model, chip, t, args.tokens, notes)
-    if split_given(args):
+    many = args.devices > 1 and chip_link(chip) is not None
+    if split_given(args) or many:
         try:
-            split = split_of(args, chip, args.devices, training=True)
+            split = split_of(args, chip, args.devices)
             figures = training_split(model, chip, split, t, args.tokens)
         except ValueError as err:
             raise UsageError(str(err)) from None
@@ -285,16 +349,20 @@ def format_train(r: dict) -> str:
         if t["lora"]
         else "every weight"
     )
+    micro = (f", cut into {t['micro_batches']:,} micro-batches"
+             if t["micro_batches"] > 1 else "")
     lines = [
         f"Model {m['name']}: {m['layers']} layers, width {m['width']:,}; training "
         f"{what}",
         f"  weights: {r['weights_format']}",
-        f"  trainable numbers: {r['trainable_parameters']:,}",
+        f"  trainable numbers: {r['trainable_parameters']:,}, "
+        f"{r['bytes_per_parameter']:.4g} bytes each (weight, gradients, master copy, "
+        "optimizer states)",
         f"Accelerator {a['name']}, at {a['flops_efficiency']:.0%} of peak arithmetic "
         f"and {a['memory_efficiency']:.0%} of peak bandwidth",
-        f"Step: {t['batch']:,} sequence(s) of {t['seq_len']:,} tokens a device, "
-        f"{t['optimizer']}, {t['recompute']} recomputation, ZeRO stage "
-        f"{t['zero_stage']} over {t['devices']:,} device(s)",
+        f"Step: {t['batch']:,} sequence(s) of {t['seq_len']:,} tokens a copy of the "
+        f"model{micro}, {t['optimizer']}, {_RECOMPUTE_WORDS[t['recompute']]}, ZeRO "
+        f"stage {t['zero_stage']} over {t['devices']:,} device(s)",
         "",
         "Memory of one device by part",
     ]
@@ -307,7 +375,8 @@ def format_train(r: dict) -> str:
         "",
         f"Step time                   {seconds_text(r['step_seconds'])}",
         f"Tokens a second (all)       {r['tokens_per_s']:,.0f}",
-        f"Model-flops utilisation     {r['model_flops_utilisation']:.1%}",
+        f"Model-flops utilisation     {r['model_flops_utilisation']:.1%} (against "
+        f"{r['utilisation_against']})",
         f"{t['tokens']:,} training tokens: {r['training_seconds'] / 86400:,.2f} days, "
         f"{r['chip_hours']:,.0f} chip-hours",
         "",

@@ -93,7 +93,10 @@ class Experts(FeedForwardPart):
     ``shared`` is an expert every token uses (DeepSeek, Qwen2-MoE; None: no shared
     expert), ``shared_gate`` a learned scalar gate on it (Qwen2-MoE); ``router_float32``
     marks a router held in float32; ``router_extra`` counts numbers held beside the
-    router's weights (ERNIE-4.5's score-correction bias)."""
+    router's weights (ERNIE-4.5's score-correction bias); ``tokens_from`` is the
+    number of model copies whose tokens these experts serve (1 for a whole model; a
+    device of an expert-parallel group spread over several copies, as attention data
+    parallel spreads it, takes each copy's tokens: ``splits``)."""
 
     width: int
     count: int
@@ -103,6 +106,7 @@ class Experts(FeedForwardPart):
     shared_gate: bool = False
     router_float32: bool = False
     router_extra: int = 0
+    tokens_from: int = 1
 
     @property
     def expert_parameters(self) -> int:
@@ -127,13 +131,17 @@ class Experts(FeedForwardPart):
 
     @property
     def active_parameters(self) -> int:
-        """Its ``per_token`` experts plus what every token uses."""
-        return self.per_token * self.expert_parameters + self.always_used
+        """Its ``per_token`` experts (for each copy it serves) plus what every token
+        uses."""
+        routed = self.per_token * self.tokens_from * self.expert_parameters
+        return routed + self.always_used
 
     def read_parameters(self, tokens: int) -> float:
         """The experts ``tokens`` tokens are expected to touch (uniform routing) plus
         what every token uses."""
-        touched = expected_distinct_experts(self.count, self.per_token, tokens)
+        touched = expected_distinct_experts(
+            self.count, self.per_token, tokens * self.tokens_from
+        )
         return touched * self.expert_parameters + self.always_used
 
     @property

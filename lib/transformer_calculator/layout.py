@@ -101,7 +101,9 @@ class Layout:
     without trainable numbers) and ``norm`` its name.
 
     ``embedding_width`` differs from ``width`` only for OPT's small models, whose
-    embeddings are narrower and projected in and out of the blocks (None: the same)."""
+    embeddings are narrower and projected in and out of the blocks (None: the same).
+    ``head`` is False for a pipeline's first stage without the output head, whose one
+    table is the input table (``splits``)."""
 
     vocab: int
     width: int
@@ -115,6 +117,7 @@ class Layout:
     embedding_width: int | None = None
     head_bias: bool = False
     family: str = "decoder"
+    head: bool = True
 
     # --- parameters -------------------------------------------------------------------
 
@@ -132,6 +135,15 @@ class Layout:
             + self.final_norm
             + _bias(self.head_bias, self.vocab)
         )
+
+    @cached_property
+    def looked_up(self) -> int:
+        """Numbers of the tables a token is looked up in rather than multiplied by:
+        the input table (unless it is also the output head, tied) and a position
+        table."""
+        e = self.embedding_width or self.width
+        table = self.vocab * e if (not self.tied or not self.head) else 0
+        return table + self.positions * self.width
 
     @cached_property
     def parameters(self) -> int:

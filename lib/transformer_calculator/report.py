@@ -28,7 +28,7 @@ from .mixers import MixerKind
 from .model import Model
 from .report_text import format_report, rules, timing_assumptions
 from .serving import VLLM_DEFAULTS, Serving
-from .split_costs import splits_that_fit
+from .splits import splits_that_fit
 
 __all__ = [
     "LENGTHS",

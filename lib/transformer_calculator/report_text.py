@@ -186,12 +186,14 @@ def _sizes(r: dict) -> list[str]:
         ]
     else:
         lines.append(f"Parameters                  {r['parameters']:,}")
-    lines += [
-        f"Weights                     {bytes_text(r['weight_bytes'])} "
-        f"({r['weight_bytes']:,} bytes)",
-        f"Cache per token             {bytes_text(r['kv_bytes_per_token'])} "
-        f"({r['kv_bytes_per_token']:,} bytes)",
-    ]
+    split = r.get("scope") == "split"
+    if not split:
+        lines += [
+            f"Weights                     {bytes_text(r['weight_bytes'])} "
+            f"({r['weight_bytes']:,} bytes)",
+            f"Cache per token             {bytes_text(r['kv_bytes_per_token'])} "
+            f"({r['kv_bytes_per_token']:,} bytes)",
+        ]
     if r["windows_full_at"] is not None:
         lines.append(
             "Cache per token past windows "
@@ -206,7 +208,11 @@ def _sizes(r: dict) -> list[str]:
             "length)"
         )
     s = r["serving"]
-    if not r["weights_fit"]:
+    if split:
+        from .splits.text import split_memory_lines  # the split's own wording
+
+        lines += split_memory_lines(r)
+    elif not r["weights_fit"]:
         lines += [
             f"Memory the engine may use   {bytes_text(s['usable_bytes'])}: the weights "
             "do not fit",
@@ -220,6 +226,7 @@ def _sizes(r: dict) -> list[str]:
             f"Memory the engine may use   {bytes_text(s['usable_bytes'])}, of which "
             f"{bytes_text(s['cache_budget_bytes'])} is left for the cache"
         )
+    if r["weights_fit"]:
         if r["longest_conversation"] is None:
             lines.append(
                 "Longest conversation        no limit from memory: the cache stops "
@@ -354,14 +361,17 @@ def _speeds(r: dict) -> list[str]:
 def format_report(r: dict) -> str:
     """The dictionary from ``report`` as a readable plain-text table."""
     lines = _head(r) + _sizes(r)
+    split = r.get("scope") == "split"
     lines += ["", "Cache and memory by conversation length"]
+    blocks = "a device, in blocks" if split else "in blocks"
     lines += table(
-        ["tokens", "cache", "in blocks", "conversations that fit"],
+        ["tokens", "cache", blocks, "conversations that fit"],
         [
             [
                 _star(f"{row['tokens']:,}", row),
                 bytes_text(row["cache_bytes"]),
-                bytes_text(row["cache_bytes_in_blocks"]),
+                bytes_text(row["cache_bytes_per_device"] if split
+                           else row["cache_bytes_in_blocks"]),
                 f"{row['conversations_that_fit']:,}",
             ]
             for row in r["lengths"]
@@ -369,6 +379,13 @@ def format_report(r: dict) -> str:
     )
     if r["weights_fit"]:
         lines += _speeds(r)
+    elif split:
+        lines += [
+            "",
+            "Speed: none printed, since a device's weights "
+            f"({bytes_text(r['weight_bytes_per_device'])}) do not fit in the "
+            f"{bytes_text(r['serving']['usable_bytes'])} the engine may use on each",
+        ]
     else:
         lines += [
             "",

@@ -79,7 +79,9 @@ def read_bytes(model: Model, tokens: int) -> int:
     total = weight_bytes(model)
     untouched = 0.0
     for e in _expert_layers(model):
-        idle = e.count - expected_distinct_experts(e.count, e.per_token, tokens)
+        idle = e.count - expected_distinct_experts(
+            e.count, e.per_token, tokens * e.tokens_from
+        )
         untouched += idle * _one_expert(model, e)[0]
     return round(total - untouched)
 
@@ -89,7 +91,9 @@ def packed_numbers_read(model: Model, tokens: int) -> float:
     back into a number once a step)."""
     total = float(packed_numbers(model))
     for e in _expert_layers(model):
-        idle = e.count - expected_distinct_experts(e.count, e.per_token, tokens)
+        idle = e.count - expected_distinct_experts(
+            e.count, e.per_token, tokens * e.tokens_from
+        )
         total -= idle * _one_expert(model, e)[1]
     return total
 

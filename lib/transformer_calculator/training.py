@@ -1,48 +1,58 @@
-"""One training step of a published model: its memory by part, and its time.
+"""One training step of a published model: its setting and its memory by part.
 
 Memory, per device, by part (the teaching formula ``memory.training_memory`` for
 the plain decoder, carried over the layout):
 
 - weights: every number in the model's format (a frozen base in its own, packed format
   for QLoRA);
-- gradients of the trainable numbers, in the model's format (and, where the trainer
-  keeps one, as DeepSpeed does, a float32 copy);
-- a float32 master copy of the trainable numbers when the model's format is narrower;
+- gradients of the trainable numbers (``gradients``): in the model's format (16 bytes a
+  parameter in all with AdamW and a master copy), in float32 only (Megatron-LM's main
+  gradients, accumulated and reduced in float32: 18 bytes), or both (DeepSpeed's and
+  nanotron's float32 copy beside the 16-bit gradients: 20 bytes);
+- a float32 master copy of the trainable numbers when the model's format is narrower
+  (``master_weights``; without it, as the 16-bit fine-tuning QLoRA compares against
+  does, AdamW takes 12 bytes a parameter);
 - the optimizer's states: AdamW two float32 moments (8 bytes a number), 8-bit Adam two
   8-bit moments with a 32-bit scale per block of 256 (bitsandbytes' layout), SGD with
   momentum one float32 number;
-- activations kept for the backward pass (``activations.py``);
+- activations kept for the backward pass (``activations.py``) of one micro-batch: a step
+  of ``batch`` sequences cut into ``micro_batches`` runs them one after another and
+  adds up their gradients (gradient accumulation), taking the optimizer's step once;
 - the logits (the head's output) and the float32 log-softmax the loss keeps.
 
 ZeRO (Rajbhandari et al., 2020) splits the optimizer states and master copy across the
 N_dp devices from stage 1 on, the gradients too from stage 2, the weights too at stage 3
 (``data_parallel.zero_part_bytes`` is the teaching formula), where each device also
-gathers the largest matrix twice (one in use, one arriving).
+gathers the largest matrix twice (one in use, one arriving). A float32 gradient that is
+the only gradient (``fp32``) is split from stage 2, like the gradients; a float32 copy
+beside 16-bit gradients (``both``) holds the device's own share from stage 1, as
+DeepSpeed keeps it.
 
-Time: forward 2 operations a weight a token plus attention's pairs; backward 2 a weight
-for the inputs' gradients and 2 a trainable weight for its own, plus twice the pairs;
-recomputation adds its forward again. The roofline takes the slower of that arithmetic
-and the bytes the step reads; model-flops utilisation counts only the work without
-recomputation, against the chip's peak.
+The step's work and time are in ``training_time.py``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from transformer_arithmetic import Accelerator
 from transformer_arithmetic.checks import checked_whole
-from transformer_arithmetic.timing import roofline_time
 
-from . import costs, stored
-from .activations import RECOMPUTE, activation_bytes, logits_bytes, softmax_bytes
-from .chips import Chip, matrix_flops_per_s
-from .matrices import Matrix, matrices
+from . import costs
+from .activations import (
+    NO_SHARES,
+    RECOMPUTE,
+    Shares,
+    activation_bytes,
+    logits_bytes,
+    softmax_bytes,
+)
 from .feedforward import Experts
+from .matrices import Matrix, matrices
 from .model import Model
 
 __all__ = [
     "OPTIMIZERS",
+    "GRADIENTS",
     "LORA_TARGETS",
     "ALL_LINEAR",
     "Lora",
@@ -50,12 +60,8 @@ __all__ = [
     "lora_parameters",
     "trainable_parameters",
     "optimizer_state_bytes",
+    "bytes_per_parameter",
     "step_memory",
-    "StepWork",
-    "step_work",
-    "step_bytes",
-    "step_time",
-    "train_figures",
 ]
 
 OPTIMIZERS = ("adamw", "adam8bit", "sgd")
@@ -63,6 +69,9 @@ OPTIMIZERS = ("adamw", "adam8bit", "sgd")
 (bitsandbytes' ``Adam8bit``: two 8-bit moments with a float32 scale per block of 256
 for a tensor of 4,096 numbers or more, float32 moments for a smaller one, and two
 256-entry float32 maps), SGD with momentum (one float32 number)."""
+
+GRADIENTS = ("model", "fp32", "both")
+"""How the gradients are held: in the model's format, in float32 only, or both."""
 
 EIGHT_BIT_BLOCK = 256
 """Numbers that share one float32 scale in 8-bit Adam's states (bitsandbytes)."""
@@ -125,10 +134,14 @@ class Lora:
 
 @dataclass(frozen=True)
 class Training:
-    """One step's setting: ``batch`` sequences of ``seq_len`` tokens on each device,
-    ``optimizer`` (a key of ``OPTIMIZERS``), ``recompute`` (none, selective or full),
-    ZeRO ``zero_stage`` over ``devices`` data-parallel devices, ``fp32_gradients``
-    (a float32 gradient copy, as DeepSpeed keeps) and an optional ``lora``."""
+    """One step's setting: ``batch`` sequences of ``seq_len`` tokens for each copy of
+    the model (each data-parallel rank), cut into ``micro_batches`` run one after
+    another; ``optimizer`` (a key of ``OPTIMIZERS``), ``recompute`` (none, selective or
+    full), ZeRO ``zero_stage`` over ``devices`` data-parallel devices, ``gradients``
+    (a key of ``GRADIENTS``), ``master_weights`` (a float32 master copy when the
+    model's format is narrower), ``dropout`` (its masks kept), ``fused_glu`` (a fused
+    gated activation, ``activations``), an optional ``lora``, and ``shares`` (a split's
+    cut of the sequence: ``activations.Shares``)."""
 
     batch: int = 1
     seq_len: int = 2048
@@ -136,19 +149,37 @@ class Training:
     recompute: str = "selective"
     zero_stage: int = 0
     devices: int = 1
-    fp32_gradients: bool = False
+    gradients: str = "model"
     lora: Lora | None = None
+    micro_batches: int = 1
+    master_weights: bool = True
+    dropout: bool = False
+    fused_glu: bool = False
+    shares: Shares = NO_SHARES
 
     def __post_init__(self) -> None:
         checked_whole("batch", self.batch, minimum=1)
         checked_whole("seq_len", self.seq_len, minimum=1)
         checked_whole("devices", self.devices, minimum=1)
+        checked_whole("micro_batches", self.micro_batches, minimum=1)
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}")
         if self.recompute not in RECOMPUTE:
             raise ValueError(f"recompute must be one of {', '.join(RECOMPUTE)}")
         if self.zero_stage not in (0, 1, 2, 3):
             raise ValueError(f"ZeRO stage must be 0, 1, 2 or 3, got {self.zero_stage}")
+        if self.gradients not in GRADIENTS:
+            raise ValueError(f"gradients must be one of {', '.join(GRADIENTS)}")
+        if self.batch % self.micro_batches:
+            raise ValueError(
+                f"{self.micro_batches} micro-batches do not divide the batch of "
+                f"{self.batch}"
+            )
+
+    @property
+    def micro_batch(self) -> int:
+        """Sequences in one micro-batch."""
+        return self.batch // self.micro_batches
 
 
 def _adapters(model: Model, lora: Lora) -> list[Matrix]:
@@ -218,6 +249,22 @@ def _largest_matrix(model: Model) -> int:
     return max(m.rows * m.cols for m in matrices(model.layout))
 
 
+def _gradient_bytes(t: Training, bpn: int) -> tuple[int, int]:
+    """(bytes in the model's format, bytes in float32) of one trainable number's
+    gradients."""
+    return {"model": (bpn, 0), "fp32": (0, 4), "both": (bpn, 4)}[t.gradients]
+
+
+def bytes_per_parameter(model: Model, t: Training) -> float:
+    """Bytes each trainable number costs on one device before ZeRO splits anything:
+    its weight, its gradients, its master copy and its optimizer states (16 for AdamW
+    with 16-bit weights and gradients and a float32 master copy)."""
+    bpn, n = model.bytes_per_number, trainable_parameters(model, t)
+    grads, grads32 = _gradient_bytes(t, bpn)
+    master = 4 if t.master_weights and bpn < 4 else 0
+    return bpn + grads + grads32 + master + optimizer_state_bytes(model, t) / n
+
+
 def step_memory(model: Model, t: Training) -> dict[str, float]:
     """Bytes one device holds during a step, by part (see the module's docstring)."""
     bpn, d = model.bytes_per_number, t.devices
@@ -225,11 +272,17 @@ def step_memory(model: Model, t: Training) -> dict[str, float]:
     split = [d if t.zero_stage >= s else 1 for s in (1, 2, 3)]  # states, grads, weights
     base = costs.weight_bytes(model)
     adapters = lora_parameters(model, t.lora) * bpn if t.lora else 0
+    grads, grads32 = _gradient_bytes(t, bpn)
+    grads32_split = split[0] if t.gradients == "both" else split[1]
+    mb, n = t.micro_batch, t.seq_len
+    tokens = mb * n // t.shares.context
     parts = {
         "weights": (base + adapters) / split[2],
-        "gradients": trainable * bpn / split[1],
-        "float32 gradients": trainable * 4 / split[0] if t.fp32_gradients else 0.0,
-        "float32 master weights": trainable * 4 / split[0] if bpn < 4 else 0.0,
+        "gradients": trainable * grads / split[1],
+        "float32 gradients": trainable * grads32 / grads32_split,
+        "float32 master weights": trainable * 4 / split[0]
+        if bpn < 4 and t.master_weights
+        else 0.0,
         "optimizer states": optimizer_state_bytes(model, t) / split[0],
         "gathered weights": 2 * _largest_matrix(model) * bpn
         if t.zero_stage == 3 and d > 1
@@ -237,101 +290,23 @@ def step_memory(model: Model, t: Training) -> dict[str, float]:
         "activations": float(
             activation_bytes(
                 model,
-                t.batch,
-                t.seq_len,
+                mb,
+                n,
                 t.recompute,
                 t.lora.rank if t.lora else 0,
                 _lora_names(t),
+                shares=t.shares,
+                dropout=t.dropout,
+                fused_glu=t.fused_glu,
             )
         ),
-        "logits": float(logits_bytes(model, t.batch, t.seq_len)),
-        "float32 softmax": float(softmax_bytes(model, t.batch, t.seq_len)),
+        "logits": float(logits_bytes(model, 1, tokens)) if model.layout.head else 0.0,
+        "float32 softmax": float(softmax_bytes(model, 1, tokens))
+        if model.layout.head
+        else 0.0,
     }
     return parts
 
 
 def _lora_names(t: Training) -> tuple[str, ...]:
     return t.lora.targets if t.lora else ()
-
-
-@dataclass(frozen=True)
-class StepWork:
-    """One device's step in operations: ``matrix`` in the base weight matrices,
-    ``other`` everywhere else (pairs, adapters, dequantisation), and ``model`` the
-    model's own work (no recomputation, no dequantisation) that utilisation counts."""
-
-    matrix: float
-    other: float
-    model: float
-
-
-def step_work(model: Model, t: Training) -> StepWork:
-    """The operations of one device's step over ``t.batch`` sequences of
-    ``t.seq_len``: forward, backward (inputs' gradients everywhere, weights' gradients
-    for the trainable numbers), any recomputation, and turning packed weights back into
-    numbers once a pass."""
-    n, b, layout = t.seq_len, t.batch, model.layout
-    base = 2 * layout.active_parameters * n  # one pass through the weights
-    pairs = layout.prefill_pair_flops(n) + layout.state_flops * n
-    adapters = 2 * lora_parameters(model, t.lora) * n if t.lora else 0
-    full = t.recompute == "full"
-    weight_grads = 0 if t.lora else 1
-    matrix = b * base * (2 + weight_grads + full)
-    redo_pairs = t.recompute != "none"
-    other = b * (pairs * (3 + redo_pairs) + adapters * (3 + full))
-    packed = model.weights.dequant_ops * stored.packed_numbers_read(model, b * n)
-    other += (2 + full) * packed
-    own = b * (base * (2 + weight_grads) + 3 * pairs + 3 * adapters)
-    return StepWork(matrix=matrix, other=other, model=own)
-
-
-def step_bytes(model: Model, t: Training) -> float:
-    """Bytes a step reads and writes: the weights read in the forward and backward
-    passes, the gradients written and read, the optimizer states and master copy read
-    and written once, the activations written and read once."""
-    part = step_memory(model, t)
-    states = (
-        part["optimizer states"]
-        + part["float32 master weights"]
-        + part["float32 gradients"]
-    )
-    return (
-        2 * part["weights"]
-        + 2 * part["gradients"]
-        + 2 * states
-        + 2 * part["activations"]
-    )
-
-
-def step_time(model: Model, acc: Accelerator, t: Training) -> float:
-    """Seconds of one step on the roofline: the base weight matrices at the rate their
-    format multiplies at (fp8 weights at a chip's fp8 rate), the rest at the 16-bit
-    rate."""
-    w = step_work(model, t)
-    rate = matrix_flops_per_s(acc, model.weights.fp8_compute)
-    work = w.matrix * (acc.flops_per_s / rate) + w.other
-    return roofline_time(work, step_bytes(model, t), acc)
-
-
-def train_figures(model: Model, acc: Accelerator, t: Training, tokens: int) -> dict:
-    """The step's memory by part, its time, tokens a second over all devices,
-    model-flops utilisation against the chip's peak, and the days and chip-hours that
-    ``tokens`` training tokens take."""
-    tokens = checked_whole("tokens", tokens, minimum=1)
-    parts = step_memory(model, t)
-    seconds = step_time(model, acc, t)
-    model_work = step_work(model, t).model
-    peak = acc.flops_per_s / (acc.flops_efficiency if isinstance(acc, Chip) else 1.0)
-    per_s = t.batch * t.seq_len * t.devices / seconds
-    total = tokens / per_s
-    return {
-        "memory": {k: v for k, v in parts.items()},
-        "memory_bytes": sum(parts.values()),
-        "fits": sum(parts.values()) <= acc.memory_bytes,
-        "trainable_parameters": trainable_parameters(model, t),
-        "step_seconds": seconds,
-        "tokens_per_s": per_s,
-        "model_flops_utilisation": model_work / seconds / peak,
-        "training_seconds": total,
-        "chip_hours": total * t.devices / 3600,
-    }

@@ -1,0 +1,110 @@
+"""Each device's share of a split model, as a layout of its own.
+
+A tensor-parallel device holds h / N_tp query heads, h_kv / N_tp key-value heads (one
+copy where there are fewer than N_tp), f / N_tp of each feed-forward width and V / N_tp
+vocabulary rows, padded up as Megatron-LM pads them; normalisations, routers and a
+latent attention's down-projections stay whole on every device. An expert-parallel
+device holds (E + R) / N_ep whole experts, R copies of the busiest beside the model's
+own E (redundant experts), each cut by N_tp / N_ep more where N_ep is smaller than N_tp,
+and serves the tokens of the N_ep / N_tp model copies its group spans (attention data
+parallel beside expert parallel). A pipeline stage holds its layers; the first stage
+the input table, the last the output head and the final normalisation (a tied table is
+copied to both ends, as Megatron-LM does). Every byte and second of a device is then
+the calculator's own count of that layout (``costs``, ``training``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..feedforward import Experts, FeedForward
+from ..mixers import Attention
+from ..model import Model
+from .checks import physical_experts, stage_layers
+from .plan import Split
+
+__all__ = ["device_model", "stage_models", "expert_layers"]
+
+
+def _share(k: int, parts: int) -> float | int:
+    """A device's expected share of a token's ``k`` experts: k / N_ep (whole when it
+    divides)."""
+    return k // parts if k % parts == 0 else k / parts
+
+
+def _cut(n: int, parts: int) -> int:
+    return -(-n // parts)
+
+
+def _mixer(m, tp: int):
+    if tp == 1:
+        return m
+    if isinstance(m, Attention):
+        kv = max(m.kv_heads // tp, 1)
+        stored = m.stored_kv_heads and max(m.stored_kv_heads // tp, 1)
+        return dataclasses.replace(m, heads=m.heads // tp, kv_heads=kv,
+                                   stored_kv_heads=stored)
+    return dataclasses.replace(m, heads=m.heads // tp)  # latent: down-proj. whole
+
+
+def _ffn(f, s: Split, physical: int):
+    if isinstance(f, FeedForward):
+        return dataclasses.replace(f, inner=f.inner // s.tp)
+    if isinstance(f, Experts):
+        count = physical // s.ep
+        kept = (f.count - count) * f.width  # the router's rows stay on every device
+        shared = f.shared and dataclasses.replace(f.shared,
+                                                  inner=f.shared.inner // s.tp)
+        return dataclasses.replace(
+            f, count=count, per_token=_share(f.per_token, s.ep),
+            inner=f.inner // s.expert_cut, shared=shared,
+            router_extra=f.router_extra + kept,
+            tokens_from=s.copies_per_expert_group)
+    return f
+
+
+def device_model(model: Model, s: Split) -> Model:
+    """One tensor- and expert-parallel device's share of the whole model (every layer:
+    the single stage when N_pp = 1)."""
+    lay = model.layout
+    physical = physical_experts(model, s)
+    blocks = tuple(
+        dataclasses.replace(b, mixer=_mixer(b.mixer, s.tp),
+                            ffn=_ffn(b.ffn, s, physical))
+        for b in lay.blocks
+    )
+    layout = dataclasses.replace(lay, blocks=blocks, vocab=_cut(lay.vocab, s.tp))
+    return dataclasses.replace(model, layout=layout)
+
+
+def stage_models(model: Model, s: Split) -> list[Model]:
+    """Each pipeline stage's device, first to last: its layers (``stage_layers``), the
+    input table on the first, the output head and final normalisation on the last."""
+    whole = device_model(model, s)
+    if s.pp == 1:
+        return [whole]
+    lay, out, start = whole.layout, [], 0
+    for i, n in enumerate(stage_layers(model, s)):
+        first, last = i == 0, i == s.pp - 1
+        layout = dataclasses.replace(
+            lay,
+            blocks=lay.blocks[start:start + n],
+            vocab=lay.vocab if first or last else 0,
+            tied=True,  # one table on each end stage
+            head=last,
+            final_norm=lay.final_norm if last else 0,
+            head_bias=lay.head_bias and last,
+            positions=lay.positions if first else 0,
+            embedding_norm=lay.embedding_norm if first else 0,
+            embedding_width=lay.embedding_width if first or last else None,
+        )
+        out.append(dataclasses.replace(whole, layout=layout))
+        start += n
+    return out
+
+
+def expert_layers(model: Model) -> tuple[int, int]:
+    """Mixture-of-experts layers of a model (or stage) and the experts a token
+    picks."""
+    ex = [b.ffn for b in model.layout.blocks if isinstance(b.ffn, Experts)]
+    return len(ex), (ex[0].per_token if ex else 0)
