@@ -205,7 +205,7 @@ def activation_bytes(
     fused_glu: bool = False,
 ) -> int:
     """Bytes every layer keeps for the backward pass, plus the inputs of the final
-    normalisation and of the output head, for ``batch`` sequences of ``seq_len`` on a
+    normalisation and of the output head (on a layout that holds the head), for ``batch`` sequences of ``seq_len`` on a
     device whose share of the sequence is ``shares``, with dropout's masks and a fused
     gated activation as asked (see the module's docstring)."""
     batch = checked_whole("batch", batch, minimum=1)
@@ -227,7 +227,8 @@ def activation_bytes(
         if dropout:
             d_wide, grid = _mask_bytes(block, layout.width, seq_len, recompute)
             masks += d_wide / shares.sequence + grid
-    wide += 2 * layout.width + (layout.width if layout.embedding_norm else 0)
+    wide += 2 * layout.width if layout.head else 0  # the final norm's, the head's input
+    wide += layout.width if layout.embedding_norm else 0
     per_token = (cut + wide / shares.sequence) * bpn + f32 * FLOAT32_BYTES + masks
     return round(batch * (seq_len // shares.context) * per_token)
 

@@ -23,7 +23,7 @@ from .splits.report import split_report
 from .splits.text import serving_split_head, serving_split_times
 
 __all__ = ["add_split_options", "split_of", "split_given", "add_serving_split",
-           "with_split_text", "SPLIT_ASSUMPTIONS"]
+           "with_split_text", "SPLIT_ASSUMPTIONS", "split_assumptions"]
 
 _GROUPS = (
     ("--tensor-parallel", "--tp", "tp", "devices each layer is cut over (Megatron-LM)"),
@@ -57,6 +57,20 @@ SPLIT_ASSUMPTIONS = [
 ]
 
 
+def split_assumptions(overlap: bool) -> list[str]:
+    """The split's assumptions, with the overlap chosen."""
+    how = ("communication hidden under the arithmetic it can run beside, up to that "
+           "arithmetic (--overlap): tensor parallel under the matrices, the "
+           "all-to-alls under the other of two micro-batches, the gradients under the "
+           "last backward pass; a decode step's all-reduces wait on one another and "
+           "are added"
+           if overlap else
+           "communication added to the arithmetic: what a schedule that overlaps "
+           "nothing takes (--overlap hides each collective under the arithmetic it "
+           "can run beside)")
+    return SPLIT_ASSUMPTIONS + [f"split: {how}"]
+
+
 def _group_size(text: str) -> int:
     """Devices in one way of splitting: a whole number from 1 to ``MAX_SPLIT``."""
     return whole(text, 1, MAX_SPLIT)
@@ -77,7 +91,7 @@ def _layers(text: str) -> tuple[int, ...]:
         counts = tuple(int(p) for p in text.replace(" ", "").split(","))
     except ValueError:
         counts = ()
-    if not counts or min(counts) < 1:
+    if not counts or min(counts) < 0:
         raise argparse.ArgumentTypeError(
             f"must be whole numbers of layers, one a stage, got {text!r}")
     return counts
@@ -173,7 +187,7 @@ def add_serving_split(result: dict, args: argparse.Namespace, model: Model, chip
     figures = serving_split(model, chip, split, engine, args.context or LENGTHS,
                             args.batch or BATCHES, result["batch_contexts"], requests)
     out = split_report(result, figures)
-    out["assumptions"] = result["assumptions"] + SPLIT_ASSUMPTIONS
+    out["assumptions"] = result["assumptions"] + split_assumptions(split.overlap)
     return out
 
 

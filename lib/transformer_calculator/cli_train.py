@@ -9,7 +9,7 @@ import json
 import math
 
 from .activations import RECOMPUTE
-from .cli_splits import SPLIT_ASSUMPTIONS, split_given, split_of
+from .cli_splits import split_assumptions, split_given, split_of
 from .matrices import matrices
 from .report_text import bytes_text, seconds_text, table
 from .splits import chip_link, training_split
@@ -333,7 +333,7 @@ def run_train(args, load_model, apply_formats, chip_of) -> str:
         result["split"] = figures
         result["assumptions"] = [
             a for a in result["assumptions"] if not a.startswith("time:")
-        ] + [_SPLIT_TIME] + SPLIT_ASSUMPTIONS
+        ] + [_SPLIT_TIME] + split_assumptions(split.overlap)
     return (
         json.dumps(result, indent=2, allow_nan=False)
         if args.json

@@ -18,15 +18,19 @@ the plain decoder, carried over the layout):
 - activations kept for the backward pass (``activations.py``) of one micro-batch: a step
   of ``batch`` sequences cut into ``micro_batches`` runs them one after another and
   adds up their gradients (gradient accumulation), taking the optimizer's step once;
-- the logits (the head's output) and the float32 log-softmax the loss keeps.
+- the logits (the head's output), and at the loss, the step's peak, the float32 copy of
+  them the loss reads (the upcast ``cross_entropy(logits.float())`` makes, alive while
+  the loss is taken) and the float32 softmax it keeps for the backward pass: 10 bytes a
+  logit at 16-bit (Megatron-LM's and nanotron's vocabulary-parallel losses, and
+  transformers' own, each hold the three at once).
 
 ZeRO (Rajbhandari et al., 2020) splits the optimizer states and master copy across the
 N_dp devices from stage 1 on, the gradients too from stage 2, the weights too at stage 3
 (``data_parallel.zero_part_bytes`` is the teaching formula), where each device also
-gathers the largest matrix twice (one in use, one arriving). A float32 gradient that is
-the only gradient (``fp32``) is split from stage 2, like the gradients; a float32 copy
-beside 16-bit gradients (``both``) holds the device's own share from stage 1, as
-DeepSpeed keeps it.
+gathers the largest matrix twice (one in use, one arriving). Float32 gradients are split
+from stage 2, like the gradients: Megatron-LM's main gradients and nanotron's float32
+accumulators stay whole at stage 1 (DeepSpeed's stage 1 keeps only its own share of
+them, a few bytes a parameter less).
 
 The step's work and time are in ``training_time.py``.
 """
@@ -273,13 +277,12 @@ def step_memory(model: Model, t: Training) -> dict[str, float]:
     base = costs.weight_bytes(model)
     adapters = lora_parameters(model, t.lora) * bpn if t.lora else 0
     grads, grads32 = _gradient_bytes(t, bpn)
-    grads32_split = split[0] if t.gradients == "both" else split[1]
     mb, n = t.micro_batch, t.seq_len
     tokens = mb * n // t.shares.context
     parts = {
         "weights": (base + adapters) / split[2],
         "gradients": trainable * grads / split[1],
-        "float32 gradients": trainable * grads32 / grads32_split,
+        "float32 gradients": trainable * grads32 / split[1],
         "float32 master weights": trainable * 4 / split[0]
         if bpn < 4 and t.master_weights
         else 0.0,
@@ -301,6 +304,9 @@ def step_memory(model: Model, t: Training) -> dict[str, float]:
             )
         ),
         "logits": float(logits_bytes(model, 1, tokens)) if model.layout.head else 0.0,
+        "float32 logits": float(softmax_bytes(model, 1, tokens))
+        if model.layout.head and bpn < 4
+        else 0.0,
         "float32 softmax": float(softmax_bytes(model, 1, tokens))
         if model.layout.head
         else 0.0,

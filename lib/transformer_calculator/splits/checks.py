@@ -124,9 +124,9 @@ def _check_stages(model: Model, s: Split, notes: list[str]) -> None:
         got = s.stage_layers
         if len(got) != s.pp:
             raise _refuse("--pp-layers", f"{len(got)} stages listed for --pp {s.pp}")
-        if sum(got) != layers or min(got) < 1:
+        if sum(got) != layers or min(got) < 0:
             raise _refuse("--pp-layers", f"the stages hold {sum(got)} layers; the "
-                          f"model has {layers}, at least one a stage")
+                          f"model has {layers}")
     elif s.pp > layers:
         raise _refuse("--pp", f"{layers} layers cannot fill {s.pp} stages (at most "
                       f"--pp {layers})")

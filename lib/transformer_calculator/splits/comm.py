@@ -28,7 +28,7 @@ from .links import collective_time, send_seconds
 from .plan import Split
 
 __all__ = ["tp_seconds", "ep_seconds", "cp_seconds", "pp_seconds", "dp_seconds",
-           "zero3_seconds", "gradient_bytes_a_number"]
+           "zero3_seconds", "gradient_bytes_a_number", "kv_bytes_per_position"]
 
 
 def _vector(model: Model) -> int:
@@ -57,7 +57,7 @@ def ep_seconds(model: Model, s: Split, tokens: float, moe_layers: int, chosen: f
     return 2 * passes * moe_layers * one
 
 
-def _kv_bytes(st: Model) -> float:
+def kv_bytes_per_position(st: Model) -> float:
     """Bytes of keys and values one position adds, over a stage's attention layers on
     one device (a latent attention's shared latent and rotary key)."""
     total = 0
@@ -75,7 +75,7 @@ def cp_seconds(st: Model, s: Split, batch: int, seq_len: int) -> float:
     micro-batch of ``batch`` sequences of ``seq_len``, forward and backward."""
     if s.cp == 1:
         return 0.0
-    whole = batch * seq_len * _kv_bytes(st)  # every position's keys and values
+    whole = batch * seq_len * kv_bytes_per_position(st)  # every position's keys, values
     if s.cp_kind == "all-gather":
         return (collective_time(s, "cp", "all-gather", whole)
                 + collective_time(s, "cp", "reduce-scatter", whole))
