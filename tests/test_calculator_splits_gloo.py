@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from transformer_arithmetic import ModelShape
+from transformer_arithmetic import sequence_runs
 from transformer_arithmetic import sharded_runs as sr
 from transformer_arithmetic.collective_runs import payload_agrees, run
 from transformer_arithmetic.collectives import ring_bytes_sent
@@ -54,7 +55,7 @@ def test_sequence_parallel_keeps_the_calculators_share_on_each_rank(n):
     the calculator's sequence-parallel share of the block's activations, plus what PyTorch
     keeps beside them: each LayerNorm's mean and reciprocal deviation for the rank's positions,
     and the log-sum-exp of each of its heads for every position (eight-byte numbers here)."""
-    ranks = run(sr.sequence_parallel_block, n, SEQUENCE, TOKENS, 0)
+    ranks = run(sequence_runs.sequence_parallel_block, n, SEQUENCE, TOKENS, 0)
     torch.manual_seed(0)
     block = Block(SEQUENCE).to(torch.float64)
     x = torch.randn(TOKENS, 1, SEQUENCE.width, dtype=torch.float64)
@@ -85,7 +86,7 @@ def test_context_parallel_exchanges_what_the_calculator_prices(n):
     shape = ModelShape(layers=1, heads=8, kv_heads=2, head_dim=16, ffn_width=64, vocab=32,
                        bytes_per_number=8)
     tokens = 2 * n * 8  # two pieces of 8 positions a rank
-    ranks = run(sr.context_parallel_attention, n, shape, tokens, 1)
+    ranks = run(sequence_runs.context_parallel_attention, n, shape, tokens, 1)
     whole = sr.whole_attention(shape, tokens, 1)
     for r in ranks:
         assert torch.allclose(r["output"], whole[:, :, r["rows"]], rtol=0, atol=1e-12)

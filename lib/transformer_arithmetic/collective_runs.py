@@ -39,6 +39,7 @@ HEADER_BYTES = 48
 
 _PRELOAD = ["torch", "torch.distributed", "transformer_arithmetic.collective_runs",
             "transformer_arithmetic.sharded_runs",
+            "transformer_arithmetic.sequence_runs",
             "transformer_arithmetic.reference_model"]
 
 

@@ -205,9 +205,10 @@ def activation_bytes(
     fused_glu: bool = False,
 ) -> int:
     """Bytes every layer keeps for the backward pass, plus the inputs of the final
-    normalisation and of the output head (on a layout that holds the head), for ``batch`` sequences of ``seq_len`` on a
-    device whose share of the sequence is ``shares``, with dropout's masks and a fused
-    gated activation as asked (see the module's docstring)."""
+    normalisation and of the output head (on a layout that holds the head), for
+    ``batch`` sequences of ``seq_len`` on a device whose share of the sequence is
+    ``shares``, with dropout's masks and a fused gated activation as asked (see the
+    module's docstring)."""
     batch = checked_whole("batch", batch, minimum=1)
     seq_len = checked_whole("seq_len", seq_len, minimum=1)
     if seq_len % shares.context:

@@ -25,6 +25,9 @@ from .splits.text import serving_split_head, serving_split_times
 __all__ = ["add_split_options", "split_of", "split_given", "add_serving_split",
            "with_split_text", "SPLIT_ASSUMPTIONS", "split_assumptions"]
 
+MAX_MICRO = 10**6
+"""Most micro-batches a step is cut into."""
+
 _GROUPS = (
     ("--tensor-parallel", "--tp", "tp", "devices each layer is cut over (Megatron-LM)"),
     ("--pipeline-parallel", "--pp", "pp", "pipeline stages (layers that do not divide "
@@ -119,7 +122,8 @@ def add_split_options(p: argparse.ArgumentParser, data_parallel: bool) -> None:
     p.add_argument("--cp-kind", choices=CP_KINDS, default="all-gather",
                    help="context parallel's exchange: all-gather of the keys and "
                    "values (Llama 3, the default) or ring attention")
-    p.add_argument("--micro-batches", type=_group, default=None, metavar="M",
+    p.add_argument("--micro-batches", type=typed(lambda t: whole(t, 1, MAX_MICRO)),
+                   default=None, metavar="M",
                    help="micro-batches a step is cut into: the pipeline's, or "
                    "gradient accumulation without one (train; default 1)")
     p.add_argument("--virtual-stages", type=_group, default=1, metavar="V",
