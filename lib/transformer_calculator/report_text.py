@@ -120,7 +120,9 @@ def fit_lines(found: list[dict], context: int) -> list[str]:
         return [f"Splits that fit               none within tp 8 x pp up to the "
                 f"layers, with room for one conversation of {context:,} tokens"]
     listed = "; ".join(
-        f"tp {x['tp']}" + (f" x pp {x['pp']}" if x["pp"] > 1 else "")
+        (f"tp {x['tp']}" if x["tp"] > 1 or x["pp"] == 1 else "")
+        + (" x " if x["tp"] > 1 and x["pp"] > 1 else "")
+        + (f"pp {x['pp']}" if x["pp"] > 1 else "")
         + (f" with ep {x['ep']} over dp {x['dp']}" if x["ep"] > 1 else "")
         + f" ({x['chips']:,} chips)"
         for x in found

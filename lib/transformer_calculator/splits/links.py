@@ -112,9 +112,9 @@ def crossing_notes(s: Split) -> list[str]:
     notes = []
     for key, g in groups(s).items():
         if g.crosses:
-            how = ("over the network alone (one member a machine)"
+            how = ("over the network, one member a machine"
                    if g.per_machine == 1 else
-                   f"in two levels: {g.per_machine} a machine on {s.link.name}, "
+                   f"in two levels, {g.per_machine} a machine on {s.link.name} and "
                    f"{g.machines} machines over the network")
             notes.append(f"{GROUP_NAMES[key]} of {g.size} spans {g.machines} machines "
                          f"of {s.machine}: its collectives run {how} "
