@@ -71,6 +71,11 @@ EXTRA_RUNS = (
      "--gpu-memory-utilization", "0.85", "--block-size", "32"),
     ("train", "llama-3-8b", "--lora-rank", "8", "--weights", "nf4", "--zero-stage", "3",
      "--devices", "4", "--optimizer", "adam8bit", "--recompute", "full", "--json"),
+    ("report", "mixtral-8x7b", "--chip", "h100-sxm", "--tp", "2", "--ep", "4", "--dp", "2",
+     "--overlap", "--context", "2048", "--batch", "1", "--json"),
+    ("train", "llama-3-8b", "--chip", "h100-sxm", "--tp", "2", "--pp", "2", "--cp", "2",
+     "--devices", "2", "--batch", "4", "--micro-batches", "4", "--virtual-stages", "2",
+     "--gradients", "fp32", "--fused-glu", "--json"),
 )
 """Runs besides each config's report: the chips table the form lists (as JSON and as
 text) and one run of each other kind of question the form asks, so that the trace
@@ -104,9 +109,11 @@ modules = {
 from transformer_calculator.activations import RECOMPUTE
 from transformer_calculator.cli import WEIGHT_CHOICES
 from transformer_calculator.formats import CACHE_FORMATS
-from transformer_calculator.training import OPTIMIZERS
+from transformer_calculator.splits import CP_KINDS
+from transformer_calculator.training import GRADIENTS, OPTIMIZERS
 choices = {"--weights": list(WEIGHT_CHOICES), "--kv-dtype": list(CACHE_FORMATS),
-           "--optimizer": list(OPTIMIZERS), "--recompute": list(RECOMPUTE)}
+           "--optimizer": list(OPTIMIZERS), "--recompute": list(RECOMPUTE),
+           "--gradients": list(GRADIENTS), "--cp-kind": list(CP_KINDS)}
 chip = {"text": str(acc), "numbers": [
     f"{acc.flops_per_s:g}", f"{acc.bytes_per_s:g}", f"{acc.memory_bytes / GIB:g}"]}
 print(json.dumps({"modules": modules, "configs": sorted(runs), "runs": runs,

@@ -103,9 +103,14 @@ DEFAULT_CHIP = "h100-sxm"
 form's default)."""
 
 
-TRAIN_DEFAULTS = {"--optimizer": "adamw", "--recompute": "selective"}
+TRAIN_DEFAULTS = {"--optimizer": "adamw", "--recompute": "selective",
+                  "--gradients": "model"}
 """What ``train`` takes when the option is not given (tests/test_calculator_bundle.py
 checks them against the command line), named in the form's first choice."""
+
+
+CP_KIND_DEFAULT = "all-gather"
+"""What ``--cp-kind`` takes when the option is not given."""
 
 
 def _choice_options(flag: str, default: str | None = None) -> str:
@@ -192,6 +197,8 @@ def _form_html(example: str, live: bool) -> str:
         kv_options=_choice_options("--kv-dtype"),
         optimizer_options=_choice_options("--optimizer", TRAIN_DEFAULTS["--optimizer"]),
         recompute_options=_choice_options("--recompute", TRAIN_DEFAULTS["--recompute"]),
+        gradients_options=_choice_options("--gradients", TRAIN_DEFAULTS["--gradients"]),
+        cp_kind_options=_choice_options("--cp-kind", CP_KIND_DEFAULT),
         chip_about=_chip_about(next(c for c in chips if c["key"] == DEFAULT_CHIP)),
         example_chip=html.escape(found.example_chip["text"].removeprefix("the ")),
         flops=html.escape(flops),
