@@ -448,6 +448,10 @@ def test_a_split_over_eight_chips_gives_the_command_lines_numbers(tab):
         tab, "report", "llama-3-70b", "--chip", "h100-sxm", "--tp", "8", "--context", "8192"
     )
     assert expected["split"]["split"]["tp"] == 8 and expected["split"]["decode"]
+    assert expected["scope"] == "split" and expected["weights_fit"]  # about the split
+    bars = tab.page.locator(".calc-results svg").first.locator("title").all_text_contents()
+    assert "a device's weights" in bars, bars  # the memory picture is a device's
+    assert "one such chip" not in tab.page.inner_text(".calc-results")
     tab.page.fill("#calc-tp", "3")
     assert tab.compute() == "error"
     code, _, err = cli("report", "llama-3-70b", "--chip", "h100-sxm", "--tp", "3",

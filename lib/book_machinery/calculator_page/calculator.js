@@ -252,34 +252,46 @@
     const rows = report.lengths;
     const usable = report.serving.usable_bytes;
     const share = percent(report.serving.memory_utilization);
+    const split = report.scope === "split";  // a device of the split, not the whole model
+    const weights = split ? report.weight_bytes_per_device : report.weight_bytes;
+    const whose = split ? "a device's" : "the";
     const { svg, lineShown } = barChart({
       width,
       categories: rows.map((r) => integer(r.tokens)),
       stacks: rows.map((r) => [
-        { value: report.weight_bytes, class: "calc-weights", title: "the weights" },
-        { value: r.cache_bytes, class: "calc-cache",
-          title: `one conversation's cache at ${integer(r.tokens)} tokens` }]),
-      kind: "bytes", yTitle: "memory", xTitle: "tokens in the conversation",
+        { value: weights, class: "calc-weights", title: `${whose} weights` },
+        { value: split ? r.cache_bytes_per_device : r.cache_bytes, class: "calc-cache",
+          title: `${split ? "a device's share of " : ""}one conversation's cache at `
+            + `${integer(r.tokens)} tokens` }]),
+      kind: "bytes", yTitle: split ? "memory of a device" : "memory",
+      xTitle: "tokens in the conversation",
       line: { value: usable, text: `memory the engine may use (${share} of the chip's)` },
       always: true,
-      label: `Bars of the weights and one conversation's cache at ${rows.length} `
-        + `length${rows.length === 1 ? "" : "s"}, `
+      label: `Bars of ${whose} weights and ${split ? "its share of " : ""}one `
+        + `conversation's cache at ${rows.length} length${rows.length === 1 ? "" : "s"}, `
         + `${integer(rows[0].tokens)} to ${integer(rows[rows.length - 1].tokens)} tokens, `
         + `against the memory the serving engine may use, ${share} of the chip's; `
         + "the table below gives the numbers.",
     });
-    const entries = [["calc-weights", "the weights"],
-                     ["calc-cache", "one conversation's cache"],
+    const entries = [["calc-weights", `${whose} weights`],
+                     ["calc-cache", `${split ? "its share of " : ""}one conversation's cache`],
                      ["calc-limit-swatch", lineShown
                        ? `memory the engine may use: ${share} of the chip's`
                        : `memory the engine may use (${share} of the chip's): far above these bars`]];
-    const caption = report.weights_fit
-      ? "What one conversation needs in memory at each length: the weights, shared by "
-        + "every conversation, and that conversation's cache, against what the serving "
-        + "engine may use of the chip's memory."
-      : "The weights alone are more than the serving engine may use of this chip's "
-        + `memory: they need ${integer(report.chips_for_weights)} chips of this kind, `
-        + "so the report gives no speeds.";
+    const caption = split
+      ? (report.weights_fit
+        ? "What one conversation needs on the fullest device of the split at each length: "
+          + "the device's weights, shared by every conversation, and its share of that "
+          + "conversation's cache, against what the serving engine may use of its memory."
+        : "A device's weights alone are more than the serving engine may use of its "
+          + "memory, so the report gives no speeds; it names the splits that would fit.")
+      : report.weights_fit
+        ? "What one conversation needs in memory at each length: the weights, shared by "
+          + "every conversation, and that conversation's cache, against what the serving "
+          + "engine may use of the chip's memory."
+        : "The weights alone are more than the serving engine may use of this chip's "
+          + `memory: they need ${integer(report.chips_for_weights)} chips of this kind, `
+          + "so the report gives no speeds.";
     return el("figure", { class: "calc-figure" }, svg, legend(entries),
       el("figcaption", { text: caption }));
   }
