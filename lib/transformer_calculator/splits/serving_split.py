@@ -14,6 +14,8 @@ collectives under its matrices too.
 
 from __future__ import annotations
 
+from transformer_arithmetic.search import first_true
+
 from .. import costs, serving
 from ..chips import Chip
 from ..model import Model
@@ -212,14 +214,15 @@ def serving_split(model: Model, chip: Chip, s: Split, engine: Serving,
 def splits_that_fit(model: Model, chip: Chip, engine: Serving, context: int,
                     most_tp: int = 8, most: int = 4) -> list[dict]:
     """The smallest splits (tensor parallel within one machine of ``most_tp``, then
-    tensor x pipeline) whose every device holds its weights and one conversation of
-    ``context`` tokens in the memory the engine may use: at most ``most`` of them."""
-    layers, found = len(model.layout.blocks), []
+    tensor x pipeline, the fewest stages found by bisection: a stage holds less as there
+    are more) whose every device holds its weights and one conversation of ``context``
+    tokens in the memory the engine may use: at most ``most`` of them."""
+    layers, found = min(len(model.layout.blocks), MAX_SPLIT), []
     for tp in range(1, most_tp + 1):
-        for pp in range(1, min(layers, MAX_SPLIT) + 1):
-            if _holds(model, chip, engine, context, Split(tp=tp, pp=pp)):
-                found.append({"tp": tp, "pp": pp, "ep": 1, "dp": 1, "chips": tp * pp})
-                break
+        pp = first_true(lambda p, tp=tp: _holds(model, chip, engine, context,
+                                                Split(tp=tp, pp=p)), limit=layers)
+        if pp is not None and pp <= layers:
+            found.append({"tp": tp, "pp": pp, "ep": 1, "dp": 1, "chips": tp * pp})
         if model.layout.has_experts:  # experts over dp copies of tp (vLLM, SGLang)
             for dp in range(2, MOST_COPIES + 1):
                 s = Split(tp=tp, ep=tp * dp, dp=dp)
