@@ -98,23 +98,38 @@ def cache_bytes_per_token(m: ModelShape) -> int:
     return cache_bytes(cache) // row.shape[1]
 
 
+def read_weight_bytes(m: ModelShape, rows: int) -> int:
+    """Bytes of weights a step that looks up ``rows`` tokens reads: every real tensor once, but
+    of an input table that is not also the output layer's matrix only the rows a real
+    ``Embedding`` hands back for ``rows`` tokens (looked up on the meta device)."""
+    decoder = _meta_decoder(m)
+    table = decoder.embed.weight
+    if table is decoder.head.weight:
+        return weight_bytes(m)
+    looked_up = decoder.embed(torch.zeros(rows, dtype=torch.long, device="meta"))
+    return (weight_bytes(m) - table.numel() * table.element_size()
+            + looked_up.numel() * looked_up.element_size())
+
+
 def decode_work(m: ModelShape, context: int, batch: int = 1, positions: int = 1) -> tuple[int, int]:
     """(operations, bytes) of one step that pushes ``positions`` new positions for each of
     ``batch`` conversations after ``context`` tokens: every position through the real matrices
     and normalisations (a scale is a multiply and an add a number), a score and a weighted value
-    per query channel per earlier token; the real weights read once, each conversation's real
-    cache read once."""
+    per query channel per earlier token; the real weights read once (of an untied input table
+    the rows looked up), each conversation's real cache read once."""
     per_position = matrix_flops_per_token(m) + 2 * norm_numbers(m) + 4 * query_channels(m) * context
-    return batch * positions * per_position, weight_bytes(m) + batch * context * cache_bytes_per_token(m)
+    return (batch * positions * per_position,
+            read_weight_bytes(m, batch) + batch * context * cache_bytes_per_token(m))
 
 
 def prefill_work(m: ModelShape, tokens: int) -> tuple[int, int]:
     """(operations, bytes) of the pass over a ``tokens``-long prompt: every position through the
-    real matrices, every causal pair counted one position at a time, the weights read once and
-    the cache written."""
+    real matrices, every causal pair counted one position at a time, the weights read once (of
+    an untied input table the distinct rows looked up) and the cache written."""
     pairs = sum(range(1, tokens + 1))   # position i attends to i positions
     flops = (matrix_flops_per_token(m) + 2 * norm_numbers(m)) * tokens + 4 * query_channels(m) * pairs
-    return flops, weight_bytes(m) + tokens * cache_bytes_per_token(m)
+    rows = min(tokens, m.vocab)
+    return flops, read_weight_bytes(m, rows) + tokens * cache_bytes_per_token(m)
 
 
 def cache_bytes_after(m: ModelShape, prompt: int, new: int) -> int:

@@ -1,0 +1,177 @@
+"""The roofline per operation (``timing.decode_operation_times`` and its kin) against its
+references: the kernels' counts against a real PyTorch decoder's matrices, look-up and
+operations, and the rule's own bounds (never under the whole-step floor, and equal to it
+where every kernel waits on the same limit).
+
+Only counts are compared with PyTorch here (FlopCounterMode on a real step, the shapes of the
+real ``Linear`` modules, the bytes a real ``Embedding`` hands back), so the file is
+``torch_counts``; that the kernels' times add on a real processor is timed on this machine in
+``test_operations_timed.py``."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.utils.flop_counter import FlopCounterMode
+
+import transformer_arithmetic as ta
+from decoder_reference import CHIP_24GIB, PLAIN_335M
+from transformer_arithmetic import intensity, memory, timing, training, work
+from transformer_arithmetic.reference_model import Decoder
+
+pytestmark = pytest.mark.torch_counts
+
+M, A = PLAIN_335M, CHIP_24GIB
+UNTIED = dataclasses.replace(PLAIN_335M, tied_embeddings=False, gated_ffn=True, kv_heads=4)
+
+
+@st.composite
+def shapes(draw) -> ta.ModelShape:
+    heads = draw(st.integers(1, 32))
+    kv = draw(st.sampled_from([k for k in range(1, heads + 1) if heads % k == 0]))
+    return ta.ModelShape(
+        layers=draw(st.integers(1, 64)), heads=heads, kv_heads=kv,
+        head_dim=draw(st.sampled_from([16, 64, 128])), ffn_width=draw(st.integers(1, 30000)),
+        vocab=draw(st.integers(1, 200000)), bytes_per_number=draw(st.sampled_from([1, 2, 4])),
+        gated_ffn=draw(st.booleans()), tied_embeddings=draw(st.booleans()),
+        norm_bias=draw(st.booleans()))
+
+
+chips = st.builds(ta.Accelerator, flops_per_s=st.floats(1e11, 5e15),
+                  bytes_per_s=st.floats(1e10, 1e14), memory_bytes=st.just(2**40))
+
+
+@settings(max_examples=200, deadline=None)
+@given(m=shapes(), acc=chips, n=st.integers(0, 2**18), batch=st.integers(1, 4096))
+def test_the_kernels_never_beat_the_whole_step_floor(m, acc, n, batch):
+    # the kernels' operations are the floor's and their bytes at least the floor's, so a sum
+    # of maxima is never below the maximum of the sums
+    floor = timing.decode_step_time(m, acc, n, batch)
+    assert timing.decode_time_by_operation(m, acc, n, batch) >= floor * (1 - 1e-12)
+    if n:
+        prompt = timing.prefill_time(m, acc, n)
+        assert timing.prefill_time_by_operation(m, acc, n) >= prompt * (1 - 1e-12)
+
+
+@settings(max_examples=100, deadline=None)
+@given(m=shapes(), acc=chips, batch=st.integers(1, 64), seq=st.integers(1, 4096))
+def test_a_training_step_by_phase_moves_the_floors_bytes_and_never_beats_it(m, acc, batch, seq):
+    phases = training.step_phase_times(m, acc, batch, seq)
+    parts = memory.training_memory(m, batch, seq)
+    moved = {k: sum(n for use in training.PHASE_TRAFFIC.values() for p, n in use.items()
+                    if p == k) for k in parts}
+    assert moved == training.TRAFFIC                  # the two phases split the traffic
+    assert sum(phases.values()) >= training.step_time(m, acc, batch, seq) * (1 - 1e-12)
+    assert sum(phases.values()) == training.step_time_by_operation(m, acc, batch, seq)
+
+
+def test_where_every_kernel_waits_on_reading_the_two_rules_agree():
+    # one conversation, a short context: each kernel reads more than it computes, so the sum of
+    # the kernels' reading is the step's reading (plus the activations, which the floor leaves out)
+    by_kernel = timing.decode_operation_times(M, A, 2048)
+    reading = timing.reading_time(M, A, 2048)
+    assert by_kernel["matrices"] + by_kernel["attention"] == pytest.approx(reading, rel=1e-3)
+
+
+def test_the_matrices_are_the_real_decoders_linear_modules():
+    for m in (M, UNTIED):
+        with torch.device("meta"):
+            decoder = Decoder(m)
+        real = sorted((mod.in_features, mod.out_features) for mod in decoder.modules()
+                      if isinstance(mod, torch.nn.Linear))
+        ours = sorted((rows, cols) for _, count, rows, cols in work.matrix_shapes(m)
+                      for _ in range(count))
+        assert real == ours
+        assert sum(c * r * k for _, c, r, k in work.matrix_shapes(m)) == training.matrix_params(m)
+
+
+def _step_flops(m: ta.ModelShape, batch: int, context: int) -> int:
+    """Operations FlopCounterMode counts in one real decode step of ``batch`` tokens after
+    ``context`` cached positions (matrix products and attention, in the math kernel, whose
+    products it sees; a look-up counts none)."""
+    small = dataclasses.replace(m, layers=2)
+    torch.manual_seed(0)
+    decoder = Decoder(small).to(torch.float32).eval()
+    with torch.inference_mode():
+        _, cache = decoder(torch.zeros(batch, context, dtype=torch.long), None)
+        with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
+            decoder(torch.zeros(batch, 1, dtype=torch.long), cache)
+    return counter.get_total_flops(), small
+
+
+@pytest.mark.parametrize("m", [dataclasses.replace(M, width=256, heads=4, kv_heads=4, head_dim=64,
+                                                   ffn_width=512, vocab=1000),
+                               dataclasses.replace(UNTIED, width=256, heads=4, kv_heads=2,
+                                                   head_dim=64, ffn_width=512, vocab=1000)])
+def test_decode_operations_against_what_pytorch_counts(m):
+    batch, context = 3, 5
+    counted, small = _step_flops(m, batch, context)
+    matrices = 2 * batch * training.matrix_params(small)
+    pairs = batch * work.decode_pair_flops(small, context + 1)   # the new token meets itself
+    assert counted == matrices + pairs
+    # the floor's count: two a multiplied weight (not the untied input table), the pairs, and
+    # the normalisations' scales, which FlopCounterMode does not count (they only scale)
+    norms = (2 * small.layers + 1) * small.norm_numbers * small.width
+    assert work.decode_flops(small, context + 1) * batch == counted + 2 * batch * norms
+
+
+def test_a_look_up_reads_one_row_a_token():
+    table = torch.nn.Embedding(UNTIED.vocab, UNTIED.width, device="meta", dtype=torch.bfloat16)
+    for batch in (1, 7, 300):
+        rows = table(torch.zeros(batch, 1, dtype=torch.long, device="meta"))
+        assert rows.nelement() * rows.element_size() == timing.input_rows_bytes(UNTIED, batch)
+        held = memory.weight_bytes(UNTIED) - UNTIED.vocab * UNTIED.width * 2
+        assert timing.decode_bytes(UNTIED, 0, batch) == held + timing.input_rows_bytes(UNTIED, batch)
+    assert timing.input_rows_bytes(M, 5) == 0             # a tied table is the output layer's
+
+
+def test_the_matmul_intensity_and_the_critical_batch():
+    d, f = M.width, M.ffn_width
+    for t in (1, 16, 256):
+        assert intensity.matmul_intensity(t, d, f, 2) == pytest.approx(t * d * f / (t * d + d * f + t * f))
+        assert intensity.matmul_intensity(t, d, f, 2) < t
+    h100 = ta.accelerator_of(__import__("published").chip("h100-sxm"))
+    critical = intensity.critical_batch(h100, 2)
+    assert round(critical) == 295                             # 989.4 / 3.35
+    assert intensity.critical_batch(h100, 1) == critical / 2    # int8 weights halve it
+    # a matrix product turns from reading to arithmetic just past the critical batch: the inputs
+    # and outputs it moves push the crossing later by a factor 1 / (1 - T* (D + F) / (D F)),
+    # a tenth for a feed-forward matrix of Llama 3 8B's
+    d, f = 4096, 14336
+    turns = next(t for t in range(1, 2000) if timing.matrix_time(t, d, f, h100, 2)
+                 == 2 * t * d * f / h100.flops_per_s)
+    assert turns == math.ceil(critical / (1 - critical * (d + f) / (d * f)))
+    assert critical < turns < critical * 1.12
+
+
+def test_decode_attention_waits_on_reading_at_any_context():
+    for m in (M, UNTIED):
+        for n, batch in ((1, 1), (4096, 64)):
+            t = timing.decode_operation_times(m, A, n, batch)["attention"]
+            assert t == timing.cache_reading_time(m, A, n) * batch
+        assert intensity.attention_intensity(m) == 2 * m.heads / (m.kv_heads * m.bytes_per_number)
+
+
+def test_the_real_model_on_its_chip_the_issue_figures():
+    from transformer_calculator.plain import shipped_shape
+    llama = shipped_shape("llama-3-8b")
+    h100 = ta.accelerator_of(__import__("published").chip("h100-sxm"))
+    assert round(timing.decode_step_time(llama, h100, 2048) * 1e3, 2) == 4.56
+    assert round(timing.throughput(llama, h100, 2048)) == 219
+    fit = memory.conversations_that_fit(llama, h100, 256)
+    big = timing.decode_time_by_operation(llama, h100, 256, 754)
+    assert round(big * 1e3, 1) == 19.2 > 1.5 * timing.decode_step_time(llama, h100, 256, 754) * 1e3
+    limit = 1 / (2 * training.matrix_params(llama) / h100.flops_per_s
+                 + timing.cache_reading_time(llama, h100, 256))
+    assert timing.throughput_by_operation(llama, h100, 256, fit) < limit
+
+
+def test_bandwidth_utilisation():
+    assert timing.bandwidth_utilisation(1e12, 1.0, A) == 1.0
+    with pytest.raises(ValueError, match="seconds must be a positive finite number, got 0"):
+        timing.bandwidth_utilisation(1e9, 0, A)
