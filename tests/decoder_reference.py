@@ -143,3 +143,54 @@ def cache_bytes_after(m: ModelShape, prompt: int, new: int) -> int:
         decoder = Decoder(layer).to(DTYPES[m.bytes_per_number]).eval()
         _, cache = decoder.generate(torch.zeros(1, prompt, dtype=torch.long), new_tokens=new)
     return cache_bytes(cache) * m.layers
+
+
+@lru_cache(maxsize=None)
+def matrices(m: ModelShape) -> tuple[tuple[str, int, int], ...]:
+    """(name, in features, out features) of every ``Linear`` of a real decoder of shape ``m``."""
+    return tuple((name, mod.in_features, mod.out_features)
+                 for name, mod in _meta_decoder(m).named_modules() if isinstance(mod, torch.nn.Linear))
+
+
+@lru_cache(maxsize=None)
+def norm_modules(m: ModelShape) -> tuple[int, ...]:
+    """Numbers each real normalisation module holds (its scale, and bias for LayerNorm)."""
+    return tuple(sum(p.numel() for p in mod.parameters()) for mod in _meta_decoder(m).modules()
+                 if isinstance(mod, (torch.nn.LayerNorm, torch.nn.RMSNorm)))
+
+
+def on_roof(acc: Accelerator, flops: float, nbytes: float) -> float:
+    """One kernel's seconds on ``acc``'s roofline."""
+    return max(flops / acc.flops_per_s, nbytes / acc.bytes_per_s)
+
+
+def kernels_decode(m: ModelShape, acc: Accelerator, context: int, batch: int = 1,
+                   positions: int = 1, weight_bytes_per_number: float | None = None) -> float:
+    """Seconds of one decode step kernel by kernel, from a real decoder: each ``Linear`` carrying
+    batch x positions tokens (its weight read at ``weight_bytes_per_number``, its input and output
+    at the model's format), attention over each conversation's real cache read once, each real
+    normalisation reading its numbers and the tokens' vectors and writing them back, and one
+    input row a token read."""
+    b, t = m.bytes_per_number, batch * positions
+    w = b if weight_bytes_per_number is None else weight_bytes_per_number
+    seconds = sum(on_roof(acc, 2 * t * i * o, b * t * (i + o) + w * i * o) for _, i, o in matrices(m))
+    seconds += on_roof(acc, 4 * query_channels(m) * context * t,
+                       batch * context * cache_bytes_per_token(m))
+    seconds += sum(on_roof(acc, 2 * t * k, b * (k + 2 * t * m.width)) for k in norm_modules(m))
+    return seconds + t * m.width * b / acc.bytes_per_s
+
+
+def kernels_prefill(m: ModelShape, acc: Accelerator, tokens: int, all_logits: bool = True) -> float:
+    """Seconds of the pass over a ``tokens``-long prompt kernel by kernel, from a real decoder:
+    each ``Linear`` carrying every token (the head the last one only unless ``all_logits``),
+    attention over every causal pair reading its queries, keys and values and writing its
+    output, the real normalisations, and the prompt's distinct rows."""
+    b = m.bytes_per_number
+    seconds = 0.0
+    for name, i, o in matrices(m):
+        t = tokens if (all_logits or name != "head") else 1
+        seconds += on_roof(acc, 2 * t * i * o, b * (t * (i + o) + i * o))
+    moved = tokens * b * m.layers * 2 * (m.heads + m.kv_heads) * m.head_dim
+    seconds += on_roof(acc, 4 * query_channels(m) * sum(range(1, tokens + 1)), moved)
+    seconds += sum(on_roof(acc, 2 * tokens * k, b * (k + 2 * tokens * m.width)) for k in norm_modules(m))
+    return seconds + min(tokens, m.vocab) * m.width * b / acc.bytes_per_s

@@ -175,3 +175,41 @@ def test_bandwidth_utilisation():
     assert timing.bandwidth_utilisation(1e12, 1.0, A) == 1.0
     with pytest.raises(ValueError, match="seconds must be a positive finite number, got 0"):
         timing.bandwidth_utilisation(1e9, 0, A)
+
+
+def test_the_speculative_rule_writes_the_targets_chances():
+    # the rule's output is p exactly (algebra), and a torch simulation of the accept-or-redraw
+    # procedure agrees with it to within sampling noise
+    from transformer_arithmetic import sampling
+    torch.manual_seed(0)
+    p = torch.softmax(torch.randn(12, dtype=torch.float64), -1)
+    q = torch.softmax(torch.randn(12, dtype=torch.float64), -1)
+    accepted, out = sampling.speculative_rule(p.numpy(), q.numpy())
+    assert accepted == pytest.approx(float(torch.minimum(p, q).sum()))
+    assert abs(out - p.numpy()).max() <= 1e-12
+    draws = 200_000
+    x = torch.multinomial(q, draws, replacement=True)
+    keep = torch.rand(draws, dtype=torch.float64) < torch.clamp(p[x] / q[x], max=1.0)
+    rest = torch.clamp(p - q, min=0.0)
+    redrawn = torch.multinomial(rest / rest.sum(), draws, replacement=True)
+    written = torch.where(keep, x, redrawn)
+    freq = torch.bincount(written, minlength=12).double() / draws
+    assert float(keep.double().mean()) == pytest.approx(accepted, abs=0.01)
+    assert float((freq - p).abs().max()) < 0.01
+
+
+@pytest.mark.parametrize("m", [M, UNTIED, dataclasses.replace(M, norm_bias=True, kv_heads=1)],
+                         ids=["plain", "untied-gated", "layernorm-mqa"])
+def test_the_kernels_of_a_real_decoder_give_the_same_times(m):
+    # the kernels read off a real decoder's Linear and norm modules and its real cache
+    from decoder_reference import kernels_decode, kernels_prefill
+    for context, batch, positions in ((0, 1, 1), (2048, 1, 1), (512, 64, 1), (1024, 8, 5)):
+        ours = timing.decode_time_by_operation(m, A, context, batch, positions)
+        assert ours == pytest.approx(kernels_decode(m, A, context, batch, positions), rel=1e-12)
+    ours = timing.decode_time_by_operation(m, A, 100, 4, weight_bits=4)
+    assert ours == pytest.approx(kernels_decode(m, A, 100, 4, weight_bytes_per_number=0.5),
+                                 rel=1e-12)
+    for tokens in (1, 300, 4096):
+        for all_logits in (True, False):
+            ours = timing.prefill_time_by_operation(m, A, tokens, all_logits)
+            assert ours == pytest.approx(kernels_prefill(m, A, tokens, all_logits), rel=1e-12)
