@@ -9,6 +9,7 @@ real ``Linear`` modules, the bytes a real ``Embedding`` hands back), so the file
 ``test_operations_timed.py``."""
 from __future__ import annotations
 
+import cmath
 import dataclasses
 import math
 
@@ -213,3 +214,37 @@ def test_the_kernels_of_a_real_decoder_give_the_same_times(m):
         for all_logits in (True, False):
             ours = timing.prefill_time_by_operation(m, A, tokens, all_logits)
             assert ours == pytest.approx(kernels_prefill(m, A, tokens, all_logits), rel=1e-12)
+
+
+def _radix2_fft_flops(values: list[complex]) -> tuple[list[complex], int]:
+    """A recursive radix-2 FFT that counts its real operations: a complex multiply is 6 (four
+    multiplies, two adds), a complex add or subtract 2."""
+    n = len(values)
+    if n == 1:
+        return values, 0
+    even, f_even = _radix2_fft_flops(values[0::2])
+    odd, f_odd = _radix2_fft_flops(values[1::2])
+    out, flops = [0j] * n, f_even + f_odd
+    for k in range(n // 2):
+        t = cmath.exp(-2j * math.pi * k / n) * odd[k]
+        out[k], out[k + n // 2] = even[k] + t, even[k] - t
+        flops += 6 + 2 + 2
+    return out, flops
+
+
+def test_the_fft_filters_count():
+    import numpy as np
+    from transformer_arithmetic import convolution
+    # a complex FFT of N points does 5 N log2 N real operations, counted on a real one that
+    # agrees with numpy's; a real FFT is about half of that
+    size = 256
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(size)
+    out, flops = _radix2_fft_flops(list(x.astype(complex)))
+    assert np.allclose(out, np.fft.fft(x), atol=1e-9)
+    assert flops == 5 * size * math.log2(size)
+    n = 4096
+    assert convolution.fft_padded_length(n) == 8192 >= 2 * n - 1
+    assert convolution.direct_filter_flops(n) == 2 * sum(range(1, n + 1))
+    ratio = convolution.direct_filter_flops(n) / convolution.fft_filter_flops(n)
+    assert 19 < ratio < 22                          # about 20 times, not n log2 n's 171
