@@ -12,7 +12,8 @@ each:
   it has numbers per channel);
 - ``dependent_steps``: steps that must follow one another when one layer trains on a
   row;
-- ``held_bytes``: what one conversation keeps in memory;
+- ``held_bytes``: what one conversation keeps in memory (a recurrent network's state is
+  an LSTM's, its output and its cell: two vectors of the model's width a layer);
 - ``token_time``: the time of one more token on the whole-step floor (the slower of its
   work and its reading), and ``token_operation_times`` the same token kernel by kernel
   (the weights' matrix products, the design's own mixing, ...), whose sum
@@ -184,8 +185,8 @@ def held_bytes(d: Design, m: ModelShape, tokens: int) -> int:
     s = _shape_for(d, m)
     if d.kind == "convolution":
         return m.layers * min(n, d.kernel - 1) * m.width * m.bytes_per_number
-    if d.kind == "recurrent":
-        return m.layers * m.width * m.bytes_per_number
+    if d.kind == "recurrent":     # an LSTM's two vectors a layer: its output and its cell
+        return m.layers * 2 * m.width * m.bytes_per_number
     if d.kind == "summary":
         return state_bytes(d, m)
     if d.kind == "hybrid":
