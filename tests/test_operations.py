@@ -248,3 +248,37 @@ def test_the_fft_filters_count():
     assert convolution.direct_filter_flops(n) == 2 * sum(range(1, n + 1))
     ratio = convolution.direct_filter_flops(n) / convolution.fft_filter_flops(n)
     assert 19 < ratio < 22                          # about 20 times, not n log2 n's 171
+
+
+def test_the_chunked_forms_operations_are_what_pytorch_counts():
+    # the four steps of the chunked (SSD) form written in torch and counted by FlopCounterMode:
+    # the grid inside each chunk, each chunk's state, its passing on, the carried state's read
+    from transformer_arithmetic import linear_attention as la
+    import numpy as np
+    n, chunk, dk, dv = 64, 16, 8, 4
+    rng = np.random.default_rng(0)
+    q, k, v = (torch.tensor(rng.standard_normal((n, x))) for x in (dk, dk, dv))
+    g = torch.tensor(rng.uniform(0.7, 1.0, n))
+    with FlopCounterMode(display=False) as counter:
+        state, outs = torch.zeros(dk, dv, dtype=torch.float64), []
+        for s in range(0, n, chunk):
+            qs, ks, vs, gs = q[s:s + chunk], k[s:s + chunk], v[s:s + chunk], g[s:s + chunk]
+            kept = torch.cumprod(gs, 0)
+            inside = torch.tril(kept[:, None] / kept[None, :])           # Gamma in the chunk
+            outs.append((inside * (qs @ ks.T)) @ vs + kept[:, None] * (qs @ state))
+            state = kept[-1] * state + ((kept[-1] / kept)[:, None] * ks).T @ vs
+    ours = torch.cat(outs).numpy()
+    assert np.allclose(ours, la.linear_attention_chunked(q.numpy(), k.numpy(), v.numpy(),
+                                                         g.numpy(), chunk), atol=1e-10)
+    assert counter.get_total_flops() == n * la.chunked_flops_per_token(chunk, dk, dv)
+    # the walk: an outer product and a read a token
+    with FlopCounterMode(display=False) as counter:
+        state = torch.zeros(dk, dv, dtype=torch.float64)
+        for t in range(n):
+            state = g[t] * state + k[t][:, None] @ v[t][None, :]
+            _ = state.T @ q[t][:, None]             # a matrix product, as counted
+    assert counter.get_total_flops() == n * la.walk_flops_per_token(dk, dv)
+    # the best chunk balances the grid's arithmetic against the states' traffic
+    best = la.best_chunk(100e12, 1e12, 64, 64, 4)
+    cost = lambda c: 2 * c * 128 / 100e12 + 2 * 64 * 64 * 4 / c / 1e12
+    assert cost(best) <= min(cost(best * 0.9), cost(best * 1.1))
