@@ -19,7 +19,7 @@ UNITS = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
 
 
 def best_chunk_by_trying(chip_name: str | None, dk: int, dv: int, b_s: int = 4) -> float:
-    """The chunk of least time, 2 Q (dk + dv) / R + 2 dk dv b_s / (Q S), found by trying chunks
+    """The chunk of least time, 2 tau (dk + dv) / R + 2 dk dv b_s / (tau S), found by trying chunks
     on a fine grid and refining around the best (the example accelerator when no name)."""
     chip = ta.EXAMPLE_ACCELERATOR if chip_name is None else ta.accelerator_of(published.chip(chip_name))
     cost = lambda q: 2 * q * (dk + dv) / chip.flops_per_s + 2 * dk * dv * b_s / (q * chip.bytes_per_s)
