@@ -98,23 +98,38 @@ def cache_bytes_per_token(m: ModelShape) -> int:
     return cache_bytes(cache) // row.shape[1]
 
 
+def read_weight_bytes(m: ModelShape, rows: int) -> int:
+    """Bytes of weights a step that looks up ``rows`` tokens reads: every real tensor once, but
+    of an input table that is not also the output layer's matrix only the rows a real
+    ``Embedding`` hands back for ``rows`` tokens (looked up on the meta device)."""
+    decoder = _meta_decoder(m)
+    table = decoder.embed.weight
+    if table is decoder.head.weight:
+        return weight_bytes(m)
+    looked_up = decoder.embed(torch.zeros(rows, dtype=torch.long, device="meta"))
+    return (weight_bytes(m) - table.numel() * table.element_size()
+            + looked_up.numel() * looked_up.element_size())
+
+
 def decode_work(m: ModelShape, context: int, batch: int = 1, positions: int = 1) -> tuple[int, int]:
     """(operations, bytes) of one step that pushes ``positions`` new positions for each of
     ``batch`` conversations after ``context`` tokens: every position through the real matrices
     and normalisations (a scale is a multiply and an add a number), a score and a weighted value
-    per query channel per earlier token; the real weights read once, each conversation's real
-    cache read once."""
+    per query channel per earlier token; the real weights read once (of an untied input table
+    the rows looked up), each conversation's real cache read once."""
     per_position = matrix_flops_per_token(m) + 2 * norm_numbers(m) + 4 * query_channels(m) * context
-    return batch * positions * per_position, weight_bytes(m) + batch * context * cache_bytes_per_token(m)
+    return (batch * positions * per_position,
+            read_weight_bytes(m, batch) + batch * context * cache_bytes_per_token(m))
 
 
 def prefill_work(m: ModelShape, tokens: int) -> tuple[int, int]:
     """(operations, bytes) of the pass over a ``tokens``-long prompt: every position through the
-    real matrices, every causal pair counted one position at a time, the weights read once and
-    the cache written."""
+    real matrices, every causal pair counted one position at a time, the weights read once (of
+    an untied input table the distinct rows looked up) and the cache written."""
     pairs = sum(range(1, tokens + 1))   # position i attends to i positions
     flops = (matrix_flops_per_token(m) + 2 * norm_numbers(m)) * tokens + 4 * query_channels(m) * pairs
-    return flops, weight_bytes(m) + tokens * cache_bytes_per_token(m)
+    rows = min(tokens, m.vocab)
+    return flops, read_weight_bytes(m, rows) + tokens * cache_bytes_per_token(m)
 
 
 def cache_bytes_after(m: ModelShape, prompt: int, new: int) -> int:
@@ -128,3 +143,54 @@ def cache_bytes_after(m: ModelShape, prompt: int, new: int) -> int:
         decoder = Decoder(layer).to(DTYPES[m.bytes_per_number]).eval()
         _, cache = decoder.generate(torch.zeros(1, prompt, dtype=torch.long), new_tokens=new)
     return cache_bytes(cache) * m.layers
+
+
+@lru_cache(maxsize=None)
+def matrices(m: ModelShape) -> tuple[tuple[str, int, int], ...]:
+    """(name, in features, out features) of every ``Linear`` of a real decoder of shape ``m``."""
+    return tuple((name, mod.in_features, mod.out_features)
+                 for name, mod in _meta_decoder(m).named_modules() if isinstance(mod, torch.nn.Linear))
+
+
+@lru_cache(maxsize=None)
+def norm_modules(m: ModelShape) -> tuple[int, ...]:
+    """Numbers each real normalisation module holds (its scale, and bias for LayerNorm)."""
+    return tuple(sum(p.numel() for p in mod.parameters()) for mod in _meta_decoder(m).modules()
+                 if isinstance(mod, (torch.nn.LayerNorm, torch.nn.RMSNorm)))
+
+
+def on_roof(acc: Accelerator, flops: float, nbytes: float) -> float:
+    """One kernel's seconds on ``acc``'s roofline."""
+    return max(flops / acc.flops_per_s, nbytes / acc.bytes_per_s)
+
+
+def kernels_decode(m: ModelShape, acc: Accelerator, context: int, batch: int = 1,
+                   positions: int = 1, weight_bytes_per_number: float | None = None) -> float:
+    """Seconds of one decode step kernel by kernel, from a real decoder: each ``Linear`` carrying
+    batch x positions tokens (its weight read at ``weight_bytes_per_number``, its input and output
+    at the model's format), attention over each conversation's real cache read once, each real
+    normalisation reading its numbers and the tokens' vectors and writing them back, and one
+    input row a token read."""
+    b, t = m.bytes_per_number, batch * positions
+    w = b if weight_bytes_per_number is None else weight_bytes_per_number
+    seconds = sum(on_roof(acc, 2 * t * i * o, b * t * (i + o) + w * i * o) for _, i, o in matrices(m))
+    seconds += on_roof(acc, 4 * query_channels(m) * context * t,
+                       batch * context * cache_bytes_per_token(m))
+    seconds += sum(on_roof(acc, 2 * t * k, b * (k + 2 * t * m.width)) for k in norm_modules(m))
+    return seconds + t * m.width * b / acc.bytes_per_s
+
+
+def kernels_prefill(m: ModelShape, acc: Accelerator, tokens: int, all_logits: bool = True) -> float:
+    """Seconds of the pass over a ``tokens``-long prompt kernel by kernel, from a real decoder:
+    each ``Linear`` carrying every token (the head the last one only unless ``all_logits``),
+    attention over every causal pair reading its queries, keys and values and writing its
+    output, the real normalisations, and the prompt's distinct rows."""
+    b = m.bytes_per_number
+    seconds = 0.0
+    for name, i, o in matrices(m):
+        t = tokens if (all_logits or name != "head") else 1
+        seconds += on_roof(acc, 2 * t * i * o, b * (t * (i + o) + i * o))
+    moved = tokens * b * m.layers * 2 * (m.heads + m.kv_heads) * m.head_dim
+    seconds += on_roof(acc, 4 * query_channels(m) * sum(range(1, tokens + 1)), moved)
+    seconds += sum(on_roof(acc, 2 * tokens * k, b * (k + 2 * tokens * m.width)) for k in norm_modules(m))
+    return seconds + min(tokens, m.vocab) * m.width * b / acc.bytes_per_s

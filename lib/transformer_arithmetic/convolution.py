@@ -16,6 +16,9 @@ __all__ = [
     "repeated_dilated_receptive_field",
     "causal_filter",
     "causal_filter_fft",
+    "fft_padded_length",
+    "direct_filter_flops",
+    "fft_filter_flops",
     "layer_gaps",
     "taps",
 ]
@@ -113,7 +116,32 @@ def causal_filter_fft(x, kernel) -> np.ndarray:
     operations, however long the filter): both rows padded to twice the length, so the
     circular product does not wrap round."""
     x, f = _row_and_filter(x, kernel)
-    size = 1 << (2 * x.size - 1).bit_length()
+    size = fft_padded_length(x.size)
     f = f[: x.size]
     spectrum = np.fft.rfft(x, size) * np.fft.rfft(f, size)
     return np.fft.irfft(spectrum, size)[: x.size]
+
+
+def fft_padded_length(n: int) -> int:
+    """Length both rows are padded to for a causal filter by FFT over ``n`` positions:
+    the smallest power of two of at least 2n - 1, so the circular product does not wrap
+    round."""
+    n = checked_whole("n", n, minimum=1)
+    return 1 << (2 * n - 1).bit_length()
+
+
+def direct_filter_flops(n: int) -> int:
+    """Operations of one filter as long as the row, summed directly over ``n``
+    positions: position t takes t + 1 multiply-adds, n(n + 1)/2 in all, two operations
+    each."""
+    n = checked_whole("n", n, minimum=1)
+    return n * (n + 1)
+
+
+def fft_filter_flops(n: int) -> float:
+    """Operations of the same filter by FFT: three real FFTs of the padded length N (the
+    row's, the filter's and the inverse), each about 2.5 N log2 N operations (half a
+    complex FFT's 5 N log2 N, the count FFTW's benchmarks use), and the product of the
+    N/2 + 1 complex pairs between them, 6 operations each."""
+    size = fft_padded_length(n)
+    return 3 * 2.5 * size * np.log2(size) + 6 * (size // 2 + 1)

@@ -12,10 +12,15 @@ each:
   it has numbers per channel);
 - ``dependent_steps``: steps that must follow one another when one layer trains on a
   row;
-- ``held_bytes``: what one conversation keeps in memory;
-- ``token_time``: the time of one more token (the slower of its work and its reading);
-- ``prefill_time``: the time to read a prompt of n tokens in one pass (the same two
-  limits over the whole row).
+- ``held_bytes``: what one conversation keeps in memory (a recurrent network's state is
+  an LSTM's, its output and its cell: two vectors of the model's width a layer);
+- ``token_time``: the time of one more token on the whole-step floor (the slower of its
+  work and its reading), and ``token_operation_times`` the same token kernel by kernel
+  (the weights' matrix products, the design's own mixing, ...), whose sum
+  ``token_time_by_operation`` is the book's time;
+- ``prefill_time``: the time to read a prompt of n tokens in one pass on the floor (the
+  same two limits over the whole row), and ``prefill_time_by_operation`` kernel by
+  kernel.
 
 One simplification is stated here, once: every design keeps the weights of the model it
 is applied to (the mixing part of each layer is assumed to have as many weights as
@@ -38,6 +43,7 @@ from .masks import causal_pairs, window_pairs
 from .memory import kv_cache_bytes, parameter_count, weight_bytes
 from .shapes import Accelerator, ModelShape, kv_head_choices
 from .summaries import scan_rounds
+from .timing import decode_operation_times, prefill_operation_times, roofline_time
 from .work import decode_pair_flops
 
 __all__ = [
@@ -49,6 +55,9 @@ __all__ = [
     "held_bytes",
     "token_time",
     "prefill_time",
+    "token_operation_times",
+    "token_time_by_operation",
+    "prefill_time_by_operation",
     "state_bytes",
     "grouped_kv_heads",
     "hybrid_kv_heads",
@@ -176,8 +185,8 @@ def held_bytes(d: Design, m: ModelShape, tokens: int) -> int:
     s = _shape_for(d, m)
     if d.kind == "convolution":
         return m.layers * min(n, d.kernel - 1) * m.width * m.bytes_per_number
-    if d.kind == "recurrent":
-        return m.layers * m.width * m.bytes_per_number
+    if d.kind == "recurrent":     # an LSTM's two vectors a layer: its output and its cell
+        return m.layers * 2 * m.width * m.bytes_per_number
     if d.kind == "summary":
         return state_bytes(d, m)
     if d.kind == "hybrid":
@@ -242,6 +251,55 @@ def prefill_time(d: Design, m: ModelShape, acc: Accelerator, tokens: int) -> flo
     _shape_for(d, m)
     reading = (weight_bytes(m) + held_bytes(d, m, tokens)) / acc.bytes_per_s
     return max(_prefill_flops(d, m, tokens) / acc.flops_per_s, reading)
+
+
+def _mixing_bytes(d: Design, m: ModelShape, tokens: int) -> int:
+    """Bytes one more token's mixing moves: what the conversation holds, read, and a
+    carried state (a summary's, a walk's) written back as well."""
+    carried = state_bytes(d, m) if d.kind in ("summary", "hybrid") else 0
+    if d.kind == "recurrent":
+        carried = held_bytes(d, m, tokens)
+    return held_bytes(d, m, tokens) + carried
+
+
+def token_operation_times(
+    d: Design, m: ModelShape, acc: Accelerator, context: int
+) -> dict[str, float]:
+    """Seconds each kernel of one more token after ``context`` tokens takes on its own
+    roof: the weights' kernels (matrix products, normalisations, the input row), the
+    same for every design, and the design's mixing (attention over what is held, a
+    summary's update of its state, a filter's last inputs)."""
+    n = checked_whole("context", context)
+    weights = decode_operation_times(m, acc, 0)
+    del weights["attention"]                       # a mixing of its own, below
+    mixing = _token_flops(d, m, n) - 2 * parameter_count(m)
+    return {**weights, "mixing": roofline_time(mixing, _mixing_bytes(d, m, n), acc)}
+
+
+def token_time_by_operation(
+    d: Design, m: ModelShape, acc: Accelerator, context: int
+) -> float:
+    """Seconds one conversation waits for one more token, on the roofline per
+    operation: the sum of ``token_operation_times``."""
+    return sum(token_operation_times(d, m, acc, context).values())
+
+
+def prefill_time_by_operation(
+    d: Design, m: ModelShape, acc: Accelerator, tokens: int
+) -> float:
+    """Seconds to read a prompt of ``tokens`` in one pass on the roofline per
+    operation: the weights' kernels at every position, then the design's mixing, its
+    operations against its inputs and outputs and what it leaves held."""
+    n = checked_whole("tokens", tokens, minimum=1)
+    s = _shape_for(d, m)
+    weights = prefill_operation_times(m, acc, n)
+    del weights["attention"]
+    mixing = _prefill_flops(d, m, n) - 2 * parameter_count(m) * n
+    layers = {"attention": m.layers, "hybrid": d.attention_layers}.get(d.kind, 0)
+    attention_io = layers * n * 2 * (s.heads + s.kv_heads) * s.head_dim
+    summary_io = _summary_layers(d, m) * n * 2 * d.expand * m.width
+    io = (attention_io + summary_io) * m.bytes_per_number + held_bytes(d, m, n)
+    return sum(weights.values()) + roofline_time(mixing, io, acc)
 
 
 def grouped_kv_heads(m: ModelShape) -> int:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .checks import checked_fraction, checked_whole
+from .checks import checked_fraction, checked_positive, checked_whole
 
 __all__ = [
     "decay_matrix",
@@ -34,6 +34,10 @@ __all__ = [
     "delta_rule_walk",
     "state_numbers",
     "read_errors",
+    "walk_flops_per_token",
+    "grid_flops_per_token",
+    "chunked_flops_per_token",
+    "best_chunk",
 ]
 
 
@@ -158,3 +162,42 @@ def read_errors(keys, values, rule: str = "additive", beta: float = 1.0) -> np.n
     else:
         raise ValueError(f"rule must be additive or delta, got {rule!r}")
     return np.linalg.norm(k @ state - v, axis=1) / np.linalg.norm(v, axis=1)
+
+
+def walk_flops_per_token(key_dim: int, value_dim: int) -> int:
+    """Matrix-product operations the walk spends on one token: the outer product
+    k v^T added to the state and the read S^T q, 2 d_k d_v each (the decay, one
+    multiply a number, is elementwise and left out)."""
+    return 4 * state_numbers(key_dim, value_dim)
+
+
+def grid_flops_per_token(tokens: int, key_dim: int, value_dim: int) -> float:
+    """Matrix-product operations the masked grid (Gamma * Q K^T) V spends a token over a
+    row of ``tokens``, computed whole as a matrix product does: 2 n (d_k + d_v)."""
+    n = checked_whole("tokens", tokens, minimum=1)
+    return 2 * n * (checked_whole("key_dim", key_dim, minimum=1)
+                    + checked_whole("value_dim", value_dim, minimum=1))
+
+
+def chunked_flops_per_token(chunk: int, key_dim: int, value_dim: int) -> float:
+    """Matrix-product operations the chunked form spends a token, in its four steps:
+    the grid inside each chunk of Q, 2 Q (d_k + d_v); each chunk's own state, K^T V,
+    2 d_k d_v; the states passed from chunk to chunk (elementwise, left out); and each
+    chunk's queries reading the state carried in, 2 d_k d_v."""
+    return grid_flops_per_token(chunk, key_dim, value_dim) + walk_flops_per_token(
+        key_dim, value_dim)
+
+
+def best_chunk(
+    flops_per_s: float, bytes_per_s: float, key_dim: int, value_dim: int,
+    state_bytes: int,
+) -> float:
+    """The chunk size Q that makes the chunked form quickest on a chip: the grid's
+    arithmetic, 2 Q (d_k + d_v) a token over R, grows with Q, while the states written
+    and read between chunks, 2 d_k d_v b_s / Q bytes a token over S, shrink with it;
+    their sum is least at Q = sqrt(R d_k d_v b_s / (S (d_k + d_v)))."""
+    r = checked_positive("flops_per_s", flops_per_s)
+    s = checked_positive("bytes_per_s", bytes_per_s)
+    numbers = state_numbers(key_dim, value_dim)
+    b = checked_whole("state_bytes", state_bytes, minimum=1)
+    return float(np.sqrt(r * numbers * b / (s * (key_dim + value_dim))))

@@ -10,6 +10,7 @@ __all__ = [
     "attention_params",
     "ffn_params",
     "parameter_count",
+    "input_table_params",
     "weight_bytes",
     "training_memory",
     "kv_bytes_per_token",
@@ -52,6 +53,13 @@ def parameter_count(m: ModelShape) -> int:
     embeddings = m.embedding_tables * m.vocab * m.width
     block = attention_params(m) + ffn_params(m) + 2 * _norm_params(m)
     return embeddings + m.layers * block + _norm_params(m)
+
+
+def input_table_params(m: ModelShape) -> int:
+    """Numbers of the input table that a token looks up and no multiply uses, a count:
+    the vocabulary-by-width table when it is the input's own (untied), none when it is
+    shared with the output layer, whose multiply uses every number of it."""
+    return 0 if m.tied_embeddings else m.vocab * m.width
 
 
 def weight_bytes(m: ModelShape) -> int:

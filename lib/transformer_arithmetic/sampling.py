@@ -18,6 +18,7 @@ __all__ = [
     "beam_search",
     "top_k_keep",
     "temperature_slope",
+    "speculative_rule",
 ]
 
 
@@ -134,3 +135,23 @@ def temperature_slope(
     output is above the chance-weighted mean, so that word gains as T falls."""
     z = np.asarray(logits, dtype=float)
     return z - (softmax(z, temperature) * z).sum()
+
+
+def speculative_rule(
+    target: Sequence[float] | np.ndarray, draft: Sequence[float] | np.ndarray
+) -> tuple[float, np.ndarray]:
+    """The chance a drafted token is accepted, and the chances of the token the check
+    writes, when the draft proposes x with chance q(x), the check keeps it with chance
+    min(1, p(x) / q(x)) and otherwise draws from max(0, p - q), renormalised: (the sum
+    of min(p, q), the output's chances, which are p's exactly)."""
+    p = np.asarray(target, dtype=float)
+    q = np.asarray(draft, dtype=float)
+    if p.shape != q.shape or p.ndim != 1:
+        raise ValueError(f"target and draft must be two rows of one length, got "
+                         f"{p.shape} and {q.shape}")
+    kept = np.minimum(p, q)                 # q(x) min(1, p(x) / q(x))
+    accepted = float(kept.sum())
+    rest = np.maximum(p - q, 0.0)
+    if accepted >= 1.0 or rest.sum() == 0.0:
+        return min(accepted, 1.0), kept
+    return accepted, kept + (1.0 - accepted) * rest / rest.sum()

@@ -20,6 +20,7 @@ from .checks import checked_whole
 from .collectives import Link, ring_bytes_sent, ring_time
 from .memory import ffn_params
 from .shapes import Accelerator, ModelShape
+from .timing import input_rows_bytes
 from .work import layer_weight_flops
 
 __all__ = [
@@ -152,14 +153,18 @@ def tp_decode_parts(
     context: int,
     batch: int = 1,
 ) -> dict[str, float]:
-    """Seconds one decode step spends on each of ``devices``: reading its weights and
-    its share of ``batch`` caches of ``context`` tokens, its share of the arithmetic,
-    and the 2L all-reduces of batch x d numbers the layers wait for in turn."""
+    """Seconds one decode step spends on each of ``devices``: reading its weights (of an
+    untied input table, its share of the batch's rows) and its share of ``batch``
+    caches of ``context`` tokens, its share of the arithmetic, and the 2L all-reduces
+    of batch x d numbers the layers wait for in turn."""
     n = check_split(m, devices)
     context = checked_whole("context", context)
     batch = checked_whole("batch", batch, minimum=1)
-    read = tp_weight_bytes(m, n) + batch * context * tp_cache_bytes_per_token(m, n)
-    flops = 2 * (tp_weight_bytes(m, n) // m.bytes_per_number)
+    table = 0 if m.tied_embeddings else (m.vocab // n) * m.width   # looked up
+    rows = input_rows_bytes(m, -(-batch // n))  # at least a share of the batch's rows
+    weights = tp_weight_bytes(m, n) - table * m.bytes_per_number + rows
+    read = weights + batch * context * tp_cache_bytes_per_token(m, n)
+    flops = 2 * (tp_weight_bytes(m, n) // m.bytes_per_number - table)
     flops += 4 * m.layers * (m.heads // n) * m.head_dim * context
     one = batch * m.width * m.bytes_per_number
     wait = 2 * m.layers * ring_time("all-reduce", one, n, link) if n > 1 else 0.0

@@ -10,8 +10,12 @@ Rounded, this is the rule of thumb of six operations a parameter a token (Kaplan
 2020); here the input table is looked up rather than multiplied, and the normalisations,
 which only scale, are left out.
 
-Time is the book's roofline (``timing.roofline_time``): a step takes the slower of its
-arithmetic and its reading, so it is a lower bound that a real chip does not beat.
+Time is the book's roofline (``timing.roofline_time``), in two forms: the whole-step
+floor (``step_time``: the slower of all the step's arithmetic and all its reading, a
+bound no schedule beats), and the step by phase (``step_phase_times``): the forward and
+backward passes, then the optimiser's update, which reads and writes the optimiser's
+state, the master copy, the gradients and the weights after the passes are done, and so
+cannot hide under their arithmetic; the two phases' times add.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ __all__ = [
     "step_flops",
     "step_bytes",
     "step_time",
+    "PHASE_TRAFFIC",
+    "step_phase_times",
+    "step_time_by_operation",
     "model_flops_utilisation",
     "run_flops",
     "rule_of_thumb_flops",
@@ -57,6 +64,17 @@ TRAFFIC = {
 are read in the forward and the backward pass and written by the optimiser; gradients,
 activations and logits are written once and read once; the optimiser reads and writes
 its state and the master copy."""
+
+PHASE_TRAFFIC = {
+    "forward and backward": {"weights": 2, "gradients": 1, "activations": 2,
+                             "logits": 2},
+    "optimiser": {"weights": 1, "gradients": 1, "optimiser": 2, "master copy": 2},
+}
+"""``TRAFFIC`` split between the two phases of a step: the passes read the weights
+twice and write the gradients, the activations and the logits once and read them back;
+the optimiser reads the gradients, writes the weights, and reads and writes its state
+and the master copy (16 + 8 + 2 + 2 = 28 bytes a parameter for Adam in mixed
+precision)."""
 
 COMPUTE_OPTIMAL_TOKENS_PER_PARAMETER = 20
 """Tokens of training text per parameter that spend a fixed budget of operations best,
@@ -122,6 +140,42 @@ def step_time(
     (``step_flops``) and its reading (``step_bytes``)."""
     flops = step_flops(m, batch, seq_len, recompute)
     return roofline_time(flops, step_bytes(m, batch, seq_len, **memory_options), acc)
+
+
+def step_phase_times(
+    m: ModelShape,
+    acc: Accelerator,
+    batch: int,
+    seq_len: int,
+    recompute: str = "nothing",
+    **memory_options,
+) -> dict[str, float]:
+    """Seconds of each phase of one training step, each on its own roof: the forward
+    and backward passes (``step_flops`` against their ``PHASE_TRAFFIC`` bytes), and the
+    optimiser's update (its bytes; its few operations a parameter left out)."""
+    parts = training_memory(m, batch, seq_len, **memory_options)
+    moved = {phase: sum(n * parts[k] for k, n in use.items())
+             for phase, use in PHASE_TRAFFIC.items()}
+    flops = step_flops(m, batch, seq_len, recompute)
+    return {
+        "forward and backward": roofline_time(flops, moved["forward and backward"],
+                                              acc),
+        "optimiser": moved["optimiser"] / acc.bytes_per_s,
+    }
+
+
+def step_time_by_operation(
+    m: ModelShape,
+    acc: Accelerator,
+    batch: int,
+    seq_len: int,
+    recompute: str = "nothing",
+    **memory_options,
+) -> float:
+    """Seconds of one training step with its phases on their own roofs, one after the
+    other: the sum of ``step_phase_times`` (never below the floor ``step_time``)."""
+    return sum(step_phase_times(m, acc, batch, seq_len, recompute,
+                                **memory_options).values())
 
 
 def model_flops_utilisation(

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from .checks import checked_whole
 from .masks import causal_pairs
-from .memory import attention_params, ffn_params, parameter_count
+from .memory import (attention_params, ffn_params, input_table_params,
+                     parameter_count)
 from .shapes import ModelShape
 
 __all__ = [
+    "matrix_shapes",
     "layer_weight_flops",
     "layer_pair_flops",
     "pair_share",
@@ -25,6 +27,22 @@ __all__ = [
     "generation_flops",
     "generation_step_flops",
 ]
+
+
+def matrix_shapes(m: ModelShape) -> tuple[tuple[str, int, int, int], ...]:
+    """The model's weight matrices as (name, how many, rows, columns): a token of width
+    ``rows`` goes in, one of width ``columns`` comes out. Every layer's query, key and
+    value, output and feed-forward matrices, and the output layer (the input table is
+    looked up, not multiplied)."""
+    L, d, q, kv = m.layers, m.width, m.heads * m.head_dim, m.kv_heads * m.head_dim
+    return (
+        ("queries", L, d, q),
+        ("keys and values", 2 * L, d, kv),
+        ("attention output", L, q, d),
+        ("feed-forward in", (m.ffn_matrices - 1) * L, d, m.ffn_width),
+        ("feed-forward out", L, m.ffn_width, d),
+        ("output layer", 1, d, m.vocab),
+    )
 
 
 def layer_weight_flops(m: ModelShape, tokens: int) -> int:
@@ -66,20 +84,27 @@ def decode_pair_flops(m: ModelShape, context: int) -> int:
     return 4 * m.layers * m.heads * m.head_dim * context
 
 
+def _multiplied(m: ModelShape) -> int:
+    """Parameters a token's pass uses in the 2-a-number count: all of them but an
+    untied input table, which is looked up (``memory.input_table_params``)."""
+    return parameter_count(m) - input_table_params(m)
+
+
 def decode_flops(m: ModelShape, context: int) -> int:
-    """Operations to write one token after ``context`` tokens: every weight once, plus
-    the pairs."""
-    return 2 * parameter_count(m) + decode_pair_flops(m, context)
+    """Operations to write one token after ``context`` tokens: two for every weight it
+    uses (an untied input table is looked up, not multiplied), plus the pairs."""
+    return 2 * _multiplied(m) + decode_pair_flops(m, context)
 
 
 def prefill_flops(m: ModelShape, tokens: int, all_logits: bool = True) -> int:
-    """Operations to read a prompt of ``tokens`` in one pass: every weight for every
-    token, plus every allowed pair in every layer. With ``all_logits=False`` the output
-    layer runs at the last position only, the one whose chances are used."""
+    """Operations to read a prompt of ``tokens`` in one pass: every weight it uses for
+    every token (an untied input table is looked up), plus every allowed pair in every
+    layer. With ``all_logits=False`` the output layer runs at the last position only,
+    the one whose chances are used."""
     tokens = checked_whole("tokens", tokens)
     unused = 0 if all_logits else head_flops(m, max(tokens - 1, 0))
     pairs = m.layers * layer_pair_flops(m, tokens)
-    return 2 * parameter_count(m) * tokens + pairs - unused
+    return 2 * _multiplied(m) * tokens + pairs - unused
 
 
 def summary_flops_per_token(m: ModelShape, state_size: int = 16) -> int:

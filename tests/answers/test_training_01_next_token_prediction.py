@@ -42,9 +42,10 @@ def chance_for_mean(pos: int, mean: float) -> float:
 
 
 CHECKS = {
-    "ans_ntp_uniform_nats": lambda g: even_guess_loss(g["ex_ntp_vocab"]),
-    "ans_ntp_uniform_bits": lambda g: math.log2(g["ex_ntp_vocab"]),
-    "ans_ntp_uniform_ppl": lambda g: math.exp(even_guess_loss(ta.EXAMPLE_MODEL.vocab)),
+    "ans_ntp_uniform_nats": lambda g: even_guess_loss(g["ex_ntp_real_vocab"]),
+    "ans_ntp_uniform_bits": lambda g: even_guess_loss(g["ex_ntp_real_vocab"]) / math.log(2),
+    "ans_ntp_uniform_gap": lambda g: even_guess_loss(g["ex_ntp_real_vocab"])
+    - even_guess_loss(ta.EXAMPLE_MODEL.vocab),
     "ans_ntp_bits_model": lambda g: sentence_nats() / math.log(2),
     "ans_ntp_bits_even": lambda g: len(simulated.TARGETS) * math.log2(len(simulated.VOCAB)),
     "ans_ntp_needed": lambda g: chance_for_mean(g["pos_a"], per_position().mean().item() - g["ex_ntp_drop"]),

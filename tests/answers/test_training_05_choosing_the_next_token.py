@@ -10,6 +10,7 @@ from transformer_calculator.plain import shipped_shape
 from checking import check
 from decoder_reference import cache_bytes_per_token, parameters, weight_bytes
 from transformer_arithmetic import simulated
+from transformer_arithmetic.reference_model import Decoder
 
 pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 
@@ -68,13 +69,15 @@ H100 = ta.accelerator_of(published.chip("h100-sxm"))
 
 
 def widest_beam(m: ta.ModelShape, chip: ta.Accelerator, n: int, budget: float) -> int:
-    """The widest beam whose step, the slower of k * 2P + pairs operations and the weights plus
-    k caches read, takes at most `budget` times one answer's step (a real decoder's counts)."""
-    flops = 2 * parameters(m) + 4 * m.layers * m.heads * m.head_dim * n
-    def step(k):
-        return max(k * flops / chip.flops_per_s,
-                   (weight_bytes(m) + k * n * cache_bytes_per_token(m)) / chip.bytes_per_s)
-    return max(k for k in range(1, 10_000) if step(k) <= budget * step(1))
+    """The widest beam by the formula k <= budget + (budget - 1) D_w / (n C), with D_w the bytes
+    the real decoder's matrices move for one token (each matrix read once, its input and output
+    of one token each) and C the bytes of its real cache a token."""
+    with torch.device("meta"):
+        decoder = Decoder(m)
+    b = m.bytes_per_number
+    moved = sum(b * (mod.in_features + mod.in_features * mod.out_features + mod.out_features)
+                for mod in decoder.modules() if isinstance(mod, torch.nn.Linear))
+    return int(budget + (budget - 1) * moved / (n * cache_bytes_per_token(m)))
 
 
 CHECKS = {

@@ -1,6 +1,6 @@
 """Answers of training section 8 (using it in Python), computed another way: the operations of a
-real forward and backward pass from the shapes of a real module's matrices, and the smallest
-bfloat16 number from its bits."""
+real cached decode step from the shapes of a real module's matrices, and the smallest bfloat16
+number from its bits."""
 import math
 
 import pytest
@@ -17,16 +17,16 @@ SMALL = ta.ModelShape(layers=2, heads=4, kv_heads=2, head_dim=8, ffn_width=32, v
                       bytes_per_number=8)
 
 
-def dense_step_flops(m: ta.ModelShape, batch: int, tokens: int) -> int:
-    """Operations of a forward and backward pass with a dense (math) attention kernel: each
-    Linear's in x out weights, times 2 for the forward and 4 for the backward, for every token;
-    the score and weighted-value products over the full tokens x tokens grid, the same."""
+def decode_step_flops(m: ta.ModelShape, batch: int, cached: int) -> int:
+    """Operations of one cached decode step of ``batch`` tokens in the math kernel: each Linear's
+    in x out weights twice for every token, and a score and a weighted value per query channel
+    for each of the cached keys and the token's own."""
     with torch.device("meta"):
         decoder = Decoder(m)
     weights = sum(mod.in_features * mod.out_features for mod in decoder.modules()
                   if isinstance(mod, torch.nn.Linear))
-    grid = 2 * 2 * m.layers * m.heads * m.head_dim * batch * tokens * tokens   # QK and AV
-    return 3 * (2 * weights * batch * tokens + grid)
+    channels = sum(block.attn.q.out_features for block in decoder.blocks)
+    return batch * (2 * weights + 2 * 2 * channels * (cached + 1))
 
 
 def smallest_bfloat16() -> float:
@@ -35,7 +35,7 @@ def smallest_bfloat16() -> float:
 
 
 CHECKS = {
-    "ans_py_count": lambda g: dense_step_flops(SMALL, g["ex_py_batch"], g["ex_py_tokens"]),
+    "ans_py_count": lambda g: decode_step_flops(SMALL, g["ex_py_batch"], g["ex_py_cached"]),
     "ans_py_bf16_gap": lambda g: -math.log(smallest_bfloat16()),
     # the first whole gap whose chance e^-g rounds to zero in bfloat16: below half the smallest
     "ans_py_bf16_breaks": lambda g: next(k for k in range(200) if math.exp(-k) < smallest_bfloat16() / 2),

@@ -5,7 +5,7 @@ import pytest
 
 import transformer_arithmetic as ta
 from checking import check
-from decoder_reference import cache_bytes_per_token, parameters
+from decoder_reference import kernels_prefill
 
 pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 
@@ -13,14 +13,9 @@ NOTEBOOK = "why_won/02_recurrent_networks"
 
 
 def real_prefill_ms(m: ta.ModelShape, acc: ta.Accelerator, tokens: int) -> float:
-    """Milliseconds to read a prompt, the slower of arithmetic and reading, counted from a real
-    decoder: two operations per parameter per token, four per channel per causal pair, and the
-    bytes of its weights and of the cache it really keeps."""
-    params = parameters(m)
-    pairs = sum(i + 1 for i in range(tokens))
-    operations = 2 * params * tokens + m.layers * 4 * m.heads * m.head_dim * pairs
-    reading = params * m.bytes_per_number + cache_bytes_per_token(m) * tokens
-    return max(operations / acc.flops_per_s, reading / acc.bytes_per_s) * 1e3
+    """Milliseconds to read a prompt kernel by kernel, from a real decoder's modules and cache
+    (``decoder_reference.kernels_prefill``)."""
+    return kernels_prefill(m, acc, tokens) * 1e3
 
 
 def faster_chip(g) -> ta.Accelerator:

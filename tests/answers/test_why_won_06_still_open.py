@@ -1,5 +1,5 @@
 """Answers of why-won section 6 (what is still open), computed by other routes: acceptance
-patterns enumerated, bytes and operations read off real PyTorch modules."""
+patterns enumerated, each kernel's bytes and operations read off real PyTorch modules."""
 import dataclasses
 import itertools
 import math
@@ -9,19 +9,12 @@ import pytest
 import transformer_arithmetic as ta
 from checking import check
 from decoder_reference import cache_bytes_per_token, parameters  # a real decode loop's cache; a real decoder's
+from decoder_reference import kernels_decode  # a step kernel by kernel, from a real decoder
 
 pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 
 NOTEBOOK = "why_won/06_still_open"
 M, A = ta.EXAMPLE_MODEL, ta.EXAMPLE_ACCELERATOR
-
-
-def step_seconds(shape, chip, context, positions=1, weight_bytes=None) -> float:
-    """One step that pushes `positions` positions after `context` tokens: operations counted as a
-    multiply-add per parameter and 4 per (head channel, earlier token) in every layer."""
-    ops = positions * (2 * parameters(shape) + 4 * shape.layers * shape.heads * shape.head_dim * context)
-    weights = parameters(shape) * shape.bytes_per_number if weight_bytes is None else weight_bytes
-    return max(ops / chip.flops_per_s, (weights + context * cache_bytes_per_token(shape)) / chip.bytes_per_s)
 
 
 def tokens_by_enumeration(k: int, alpha: float) -> float:
@@ -35,13 +28,13 @@ def tokens_by_enumeration(k: int, alpha: float) -> float:
 def speculative_ms(g) -> float:
     k, alpha, context = g["ex_spec_drafted"], g["ex_spec_acceptance"], g["prompt"]
     draft = dataclasses.replace(M, layers=g["draft_layers"])
-    one_round = k * step_seconds(draft, A, context) + step_seconds(M, A, context, positions=k + 1)
+    one_round = k * kernels_decode(draft, A, context) + kernels_decode(M, A, context, positions=k + 1)
     return one_round / tokens_by_enumeration(k, alpha) * 1e3
 
 
 def four_bit_ms(g) -> float:
     chip = dataclasses.replace(A, bytes_per_s=g["ex_bits_tb_per_s"] * 1e12)
-    return step_seconds(M, chip, g["ex_bits_context"], weight_bytes=parameters(M) * 4 / 8) * 1e3
+    return kernels_decode(M, chip, g["ex_bits_context"], weight_bytes_per_number=0.5) * 1e3
 
 
 def fit(g) -> int:

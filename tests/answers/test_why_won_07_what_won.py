@@ -8,6 +8,7 @@ import torch
 import transformer_arithmetic as ta
 from checking import check
 from decoder_reference import DTYPES, cache_bytes_per_token, parameters  # a real decode loop's cache; a real decoder's
+from decoder_reference import kernels_decode  # a step kernel by kernel, from a real decoder
 
 pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 
@@ -32,10 +33,11 @@ def pair_ops(layers: int, earlier: int) -> int:
 
 
 def window(g):
-    held = min(g["mem_ctx"], g["ex_won_window"]) * cache_bytes_per_token(PLAIN)
-    n = min(g["long_ctx"], g["ex_won_window"])
-    read = parameters(PLAIN) * M.bytes_per_number + n * cache_bytes_per_token(PLAIN)
-    return held, seconds(2 * parameters(PLAIN) + pair_ops(M.layers, n), read, A) * 1e3
+    """(bytes held, ms a token kernel by kernel, conversations that fit) with a window of W."""
+    W = g["ex_won_window"]
+    held = min(g["long_ctx"], W) * cache_bytes_per_token(PLAIN)
+    ms = kernels_decode(PLAIN, A, min(g["long_ctx"], W)) * 1e3   # the cache read stops at W
+    return held, ms, (A.memory_bytes - parameters(M) * M.bytes_per_number) // held
 
 
 def mamba_layer_state(g) -> int:
@@ -58,6 +60,14 @@ def hybrid_held(g, attention_layers: int) -> int:
             + (M.layers - attention_layers) * mamba_layer_state(g))
 
 
+def hybrid_held_at(g, tokens: int, attention_layers: int) -> int:
+    """The hybrid's real cache a layer with Jamba's key-value heads in its attention layers and
+    a real Mamba-sized state in each of the others."""
+    shared = dataclasses.replace(M, kv_heads=g["jamba_kv"])
+    per_layer = cache_bytes_per_token(shared) // M.layers
+    return attention_layers * tokens * per_layer + (M.layers - attention_layers) * mamba_layer_state(g)
+
+
 def most_layers(g) -> int:
     """Add attention layers one at a time until the next one would break the budget."""
     layers = 0
@@ -66,23 +76,19 @@ def most_layers(g) -> int:
     return layers
 
 
-def quick(g):
-    return dataclasses.replace(A, bytes_per_s=g["ex_won_tb_per_s"] * 1e12)
+def fit_with(g, held: int) -> int:
+    return (A.memory_bytes - parameters(M) * M.bytes_per_number) // held
 
 
 CHECKS = {
     "ans_won_window_bytes": lambda g: window(g)[0],
     "ans_won_window_ms": lambda g: window(g)[1],
+    "ans_won_window_fit": lambda g: window(g)[2],
+    "ans_won_fit_full": lambda g: fit_with(g, g["mem_ctx"] * cache_bytes_per_token(PLAIN)),
+    "ans_won_fit_hybrid": lambda g: fit_with(g, hybrid_held_at(g, g["mem_ctx"], g["keep"])),
+    "ans_won_fit_mamba": lambda g: fit_with(g, 2 * M.layers * mamba_layer_state(g)),
     "ans_won_budget_layers": most_layers,
     "ans_won_budget_bytes": lambda g: hybrid_held(g, most_layers(g)),
-    "ans_won_full_ms": lambda g: seconds(2 * parameters(PLAIN) + pair_ops(M.layers, g["long_ctx"]),
-                                         parameters(PLAIN) * M.bytes_per_number
-                                         + g["long_ctx"] * cache_bytes_per_token(PLAIN), quick(g)) * 1e3,
-    # the Mamba stack: twice the layers, each with a Mamba-sized four-byte state
-    "ans_won_summary_ms": lambda g: seconds(2 * parameters(M) + 2 * M.layers * 4 * 2 * M.width * g["state_size"],
-                                            parameters(M) * M.bytes_per_number
-                                            + 2 * M.layers * mamba_layer_state(g),
-                                            quick(g)) * 1e3,
 }
 
 

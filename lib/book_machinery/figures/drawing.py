@@ -89,14 +89,22 @@ def heatmap(
     vmax: float | None = None,
     blank=None,
     fontsize: float = 8.5,
+    signed: str | None = None,
 ):
     """A grid of numbers shaded from white to the concept's colour, each cell labelled
     in a readable colour, with a colour bar titled ``colourbar``. Cells where ``blank``
-    is True are drawn in the 'blocked' colour with no number."""
+    is True are drawn in the 'blocked' colour with no number. For numbers of either
+    sign, ``signed`` names a second concept: negative numbers shade towards its colour,
+    positive ones towards ``concept``'s, white at zero, the scale symmetric about it."""
     v = np.asarray(values, dtype=float)
     lo = float(np.nanmin(v)) if vmin is None else vmin
     hi = float(np.nanmax(v)) if vmax is None else vmax
     cmap = sequential(concept)
+    if signed is not None:
+        reach = max(abs(lo), abs(hi))
+        lo, hi = -reach, reach
+        cmap = matplotlib.colors.LinearSegmentedColormap.from_list(
+            f"{signed}-{concept}", [PALETTE[signed], "#FFFFFF", PALETTE[concept]])
     shown = np.ma.masked_where(
         np.asarray(blank) if blank is not None else np.zeros(v.shape, bool), v
     )
