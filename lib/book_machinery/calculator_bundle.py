@@ -167,7 +167,13 @@ def _package_data(package: str) -> list[Path]:
     """The data files ``pyproject.toml`` declares for ``package`` (as the wheel has)."""
     pyproject = tomllib.loads((LIB.parent / "pyproject.toml").read_text())
     globs = pyproject["tool"]["setuptools"].get("package-data", {}).get(package, [])
-    return sorted(p for g in globs for p in (LIB / package).glob(g) if p.is_file())
+    found = (p for g in globs for p in (LIB / package).glob(g) if p.is_file())
+    return sorted(p for p in found if p.parent.name not in PAGE_LEAVES_OUT)
+
+
+PAGE_LEAVES_OUT = ("measured",)
+"""Data folders the page's zip leaves out: the tables of measured runs, which only the
+``check`` command reads (the page never runs it)."""
 
 
 def bundle(modules: dict[str, str]) -> tuple[bytes, list[str]]:

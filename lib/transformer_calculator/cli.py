@@ -24,7 +24,7 @@ from .cli_train import UsageError, add_train_parser, run_train
 from .cli_values import choice, fraction, typed, whole, whole_list
 from .config import ROUTES, example_config_path, example_configs, read_config
 from .costs import cache_bytes_per_token, weight_bytes
-from .formats import CACHE_FORMATS, UNPACKED, WEIGHT_FORMATS
+from .formats import CACHE_FORMATS, UNPACKED, WEIGHT_FORMATS, ExpertsApart
 from .model import Model
 from .report import Request, format_report, report
 from .report_text import bytes_text
@@ -209,19 +209,35 @@ def load_model(text: str, route: str = "auto") -> tuple[Model, list[str]]:
 
 
 def apply_formats(
-    model: Model, notes: list[str], weights: str | None, cache: str | None
+    model: Model,
+    notes: list[str],
+    weights: str | None,
+    cache: str | None,
+    experts: str | None = None,
 ) -> Model:
-    """``model`` with the formats the flags name, each checked against its layout."""
+    """``model`` with the formats the flags name, each checked against its layout
+    (``experts``: the routed experts' own format, the rest as ``weights`` says)."""
     if weights in ("bf16", "fp16"):
         model = dataclasses.replace(model, bytes_per_number=2, weights=UNPACKED)
         notes.append(f"--weights {weights}: every number cast to 2 bytes")
     elif weights is not None:
         model = dataclasses.replace(model, weights=WEIGHT_FORMATS[weights])
         notes.append(f"--weights {weights}: {WEIGHT_FORMATS[weights].scheme}")
+    if experts is not None:
+        if not model.layout.has_experts:
+            raise UsageError("argument --expert-weights: this model has no experts")
+        own = UNPACKED if experts in ("bf16", "fp16") else WEIGHT_FORMATS[experts]
+        if own is UNPACKED and model.bytes_per_number != 2:
+            raise UsageError("argument --expert-weights: 16-bit experts in a model of "
+                             f"{model.bytes_per_number}-byte numbers (give --weights)")
+        model = dataclasses.replace(model, weights=ExpertsApart(own, model.weights))
+        scheme = "16-bit" if own is UNPACKED else WEIGHT_FORMATS[experts].scheme
+        notes.append(f"--expert-weights {experts}: the routed experts in {scheme}")
     if cache is not None:
         model = dataclasses.replace(model, cache=CACHE_FORMATS[cache])
     for flag, value, check in (
         ("--weights", weights, weight_bytes),
+        ("--expert-weights", experts, weight_bytes),
         ("--kv-dtype", cache, cache_bytes_per_token),
     ):
         if value is not None:

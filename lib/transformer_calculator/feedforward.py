@@ -93,7 +93,8 @@ class Experts(FeedForwardPart):
     ``shared`` is an expert every token uses (DeepSeek, Qwen2-MoE; None: no shared
     expert), ``shared_gate`` a learned scalar gate on it (Qwen2-MoE); ``router_float32``
     marks a router held in float32; ``router_extra`` counts numbers held beside the
-    router's weights (ERNIE-4.5's score-correction bias)."""
+    router's weights (ERNIE-4.5's score-correction bias, gpt-oss's router bias);
+    ``bias``: each expert's matrices have biases (gpt-oss)."""
 
     width: int
     count: int
@@ -103,11 +104,14 @@ class Experts(FeedForwardPart):
     shared_gate: bool = False
     router_float32: bool = False
     router_extra: int = 0
+    bias: bool = False
 
     @property
     def expert_parameters(self) -> int:
-        """Weights of one expert (gate, up and down matrices), a count."""
-        return 3 * self.width * self.inner
+        """Numbers of one expert (gate, up and down matrices and any biases), a
+        count."""
+        biases = _bias(self.bias, 2 * self.inner + self.width)
+        return 3 * self.width * self.inner + biases
 
     @property
     def router_parameters(self) -> int:
