@@ -25,6 +25,7 @@ from .cli_values import choice, fraction, typed, whole, whole_list
 from .config import ROUTES, example_config_path, example_configs, read_config
 from .costs import cache_bytes_per_token, weight_bytes
 from .formats import CACHE_FORMATS, UNPACKED, WEIGHT_FORMATS, ExpertsApart
+from .measured_runs.command import add_check_parser
 from .model import Model
 from .report import Request, format_report, report
 from .report_text import bytes_text
@@ -167,6 +168,7 @@ def _parser() -> argparse.ArgumentParser:
         "chips", help="list the shipped chips and their figures"
     )
     listing.add_argument("--json", action="store_true", help="print them as JSON")
+    add_check_parser(commands)
     fam = commands.add_parser(
         "families",
         help="list every model type transformers builds and the route taken for it",
@@ -337,6 +339,10 @@ def main(argv: list[str] | None = None) -> int:
             text = _chips(args.json)
         elif args.command == "train":
             text = run_train(args, load_model, apply_formats, chip_of)
+        elif args.command == "check":
+            from .measured_runs.command import run_check
+
+            text = run_check(args)
         else:
             text = _report(args)
     except UsageError as err:

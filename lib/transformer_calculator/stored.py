@@ -30,6 +30,11 @@ __all__ = [
     "active_packed_numbers",
     "dequant_flops_read",
     "gathered_numbers",
+    "matrix_bytes",
+    "expert_kinds",
+    "one_expert",
+    "caching_kinds",
+    "tables",
     "cache_token_bytes",
     "cache_bytes",
     "cache_bytes_per_token",
@@ -67,11 +72,11 @@ def weight_bytes(model: Model) -> int:
 
 def _expert_layers(model: Model) -> list[Experts]:
     """Every expert layer's part, each as often as layers hold it."""
-    return [e for e, n in _expert_kinds(model.layout) for _ in range(n)]
+    return [e for e, n in expert_kinds(model.layout) for _ in range(n)]
 
 
 @lru_cache(maxsize=512)
-def _expert_kinds(layout) -> tuple[tuple[Experts, int], ...]:
+def expert_kinds(layout) -> tuple[tuple[Experts, int], ...]:
     """Each distinct expert part of ``layout`` and how many layers hold it."""
     kinds: dict[Experts, int] = {}
     for b in layout.blocks:
@@ -81,7 +86,7 @@ def _expert_kinds(layout) -> tuple[tuple[Experts, int], ...]:
 
 
 @lru_cache(maxsize=2048)
-def _one_expert(model: Model, e: Experts) -> tuple[int, int]:
+def one_expert(model: Model, e: Experts) -> tuple[int, int]:
     """(bytes, packed numbers) of one expert of ``e`` in the model's format."""
     if not model.weights.packs("experts"):
         return e.expert_parameters * model.bytes_per_number, 0
@@ -91,7 +96,7 @@ def _one_expert(model: Model, e: Experts) -> tuple[int, int]:
     return sum(model.weights.matrix_bytes(m) for m in ms) + biases, numbers
 
 
-def _matrix_bytes(model: Model, m: Matrix) -> int:
+def matrix_bytes(model: Model, m: Matrix) -> int:
     """Bytes of ``m`` in the model's format (packed, or at the model's bytes)."""
     fmt = model.weights.part(m.role)
     if fmt is None:
@@ -100,7 +105,7 @@ def _matrix_bytes(model: Model, m: Matrix) -> int:
 
 
 @lru_cache(maxsize=512)
-def _tables(model: Model) -> tuple[Matrix, ...]:
+def tables(model: Model) -> tuple[Matrix, ...]:
     """The tables a step gathers rows from instead of multiplying by them: an untied
     input table (a tied one is the head, multiplied whole) and a learned position
     table."""
@@ -114,7 +119,7 @@ def _tables(model: Model) -> tuple[Matrix, ...]:
 
 def gathered_numbers(model: Model) -> int:
     """Numbers of the tables a step gathers rows from (no operation a number)."""
-    return sum(m.numbers for m in _tables(model))
+    return sum(m.numbers for m in tables(model))
 
 
 def _unread_table_bytes(model: Model, tokens: int, positions: int) -> float:
@@ -122,9 +127,9 @@ def _unread_table_bytes(model: Model, tokens: int, positions: int) -> float:
     input table a token (at most every row) and one row of the position table a
     distinct position."""
     unread = 0.0
-    for m in _tables(model):
+    for m in tables(model):
         rows = min(positions if m.name == "embed_positions" else tokens, m.rows)
-        unread += _matrix_bytes(model, m) * (m.rows - rows) / m.rows
+        unread += matrix_bytes(model, m) * (m.rows - rows) / m.rows
     return unread
 
 
@@ -137,9 +142,9 @@ def read_bytes(model: Model, tokens: int, positions: int | None = None) -> int:
     untouched = _unread_table_bytes(
         model, tokens, tokens if positions is None else positions
     )
-    for e, n in _expert_kinds(model.layout):
+    for e, n in expert_kinds(model.layout):
         idle = e.count - expected_distinct_experts(e.count, e.per_token, tokens)
-        untouched += n * idle * _one_expert(model, e)[0]
+        untouched += n * idle * one_expert(model, e)[0]
     return round(total - untouched)
 
 
@@ -148,7 +153,7 @@ def active_packed_numbers(model: Model) -> dict[str, float]:
     (``fp4``, ``fp8``, ``bf16``): every packed matrix outside the experts, and the
     experts a token is routed to."""
     out: dict[str, float] = {}
-    experts = _expert_kinds(model.layout)
+    experts = expert_kinds(model.layout)
     for m in _packed(model):
         if m.role == "experts":
             continue
@@ -170,9 +175,9 @@ def dequant_flops_read(model: Model, tokens: int) -> float:
             total += model.weights.part(m.role).dequant_ops * m.numbers
     fmt = model.weights.part("experts")
     if fmt is not None:
-        for e, n in _expert_kinds(model.layout):
+        for e, n in expert_kinds(model.layout):
             touched = expected_distinct_experts(e.count, e.per_token, tokens)
-            total += n * fmt.dequant_ops * touched * _one_expert(model, e)[1]
+            total += n * fmt.dequant_ops * touched * one_expert(model, e)[1]
     return total
 
 
@@ -180,9 +185,9 @@ def packed_numbers_read(model: Model, tokens: int) -> float:
     """Packed weights one step carrying ``tokens`` tokens reads back (each is turned
     back into a number once a step)."""
     total = float(packed_numbers(model))
-    for e, n in _expert_kinds(model.layout):
+    for e, n in expert_kinds(model.layout):
         idle = e.count - expected_distinct_experts(e.count, e.per_token, tokens)
-        total -= n * idle * _one_expert(model, e)[1]
+        total -= n * idle * one_expert(model, e)[1]
     return total
 
 
@@ -224,14 +229,14 @@ def cache_bytes(model: Model, tokens: int, block_size: int = 1) -> int:
     if tokens == 0:
         return 0
     kv = 0
-    for mixer, per_token, layers in _caching_kinds(model):
+    for mixer, per_token, layers in caching_kinds(model):
         kept = math.ceil(mixer.kept_tokens(tokens) / block_size) * block_size
         kv += layers * (kept * per_token + model.cache.layer_bytes)
     return kv + model.layout.state_bytes(model.bytes_per_number)
 
 
 @lru_cache(maxsize=512)
-def _caching_kinds(model: Model) -> tuple[tuple[object, int, int], ...]:
+def caching_kinds(model: Model) -> tuple[tuple[object, int, int], ...]:
     """Each distinct mixer that keeps a cache, the bytes a kept token adds to it, and
     how many layers hold it."""
     kinds: dict[object, list] = {}

@@ -30,11 +30,14 @@ from __future__ import annotations
 
 import csv
 import re
+import sys
 from importlib import resources
+
+from .runs import write_runs
 
 __all__ = [
     "SERVING_TABLE", "TRAINING_TABLE", "MODELS", "NO_LAYOUT", "CHIPS", "FORMATS",
-    "serving_rows", "training_rows", "table_text",
+    "serving_rows", "training_rows", "table_text", "main",
 ]
 
 SERVING_TABLE = "aiconfigurator_silicon_sample.csv"
@@ -183,3 +186,18 @@ def training_rows(text: str | None = None) -> list[dict]:
                               "failed)")
         out.append(row)
     return out
+
+
+def main(argv: list[str]) -> int:
+    """Print one shipped table as a table of runs: ``serving`` or ``training``."""
+    if argv not in (["serving"], ["training"]):
+        print("usage: python -m transformer_calculator.measured_runs.conversion "
+              "serving|training", file=sys.stderr)
+        return 2
+    rows = serving_rows() if argv == ["serving"] else training_rows()
+    sys.stdout.write(write_runs(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
