@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .chips import chip, chips, derated, parse_accelerator
 from .cli_splits import (add_serving_split, add_split_options, split_given,
-                         with_split_text)
+                         split_of, with_split_text)
 from .cli_train import UsageError, add_train_parser, run_train
 from .cli_values import choice, fraction, typed, whole, whole_list
 from .config import ROUTES, example_config_path, example_configs, read_config
@@ -29,7 +29,9 @@ from .measured_runs.command import add_check_parser
 from .model import Model
 from .report import Request, format_report, report
 from .report_text import bytes_text
-from .serving import Serving
+from .serving import Serving, served
+from .estimate.report import serving_estimates, serving_lines
+from .report import BATCHES, LENGTHS
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line instead of argparse's usage block
@@ -38,6 +40,9 @@ class _Parser(argparse.ArgumentParser):
 
 WEIGHT_CHOICES = {"bf16": None, "fp16": None, **WEIGHT_FORMATS}
 """What ``--weights`` takes: a 16-bit cast, or a packed format."""
+
+ENGINE_CHOICES = {"vllm": None, "sglang": None, "trtllm": None}
+"""The serving engines whose measured runs the estimate is fitted to."""
 
 
 def add_chip_options(p: argparse.ArgumentParser) -> None:
@@ -144,6 +149,23 @@ def _report_parser(commands) -> None:
         default=16,
         metavar="N",
         help="tokens a cache block holds (default 16, as vLLM)",
+    )
+    rep.add_argument(
+        "--expert-weights",
+        type=typed(choice(WEIGHT_CHOICES)),
+        metavar="|".join(WEIGHT_CHOICES),
+        help="store the routed experts so (the rest as --weights says)",
+    )
+    rep.add_argument(
+        "--engine",
+        type=typed(choice(ENGINE_CHOICES)),
+        metavar="|".join(ENGINE_CHOICES),
+        help="the serving engine the estimate is fitted for (default: all of them)",
+    )
+    rep.add_argument(
+        "--engine-version",
+        metavar="V",
+        help="the engine's version (vLLM: how it sizes its cache, e.g. 0.6.4 or 0.19.0)",
     )
     rep.add_argument(
         "--json",
@@ -262,7 +284,9 @@ def _report(args: argparse.Namespace) -> str:
     if (args.prompt is None) != (args.answer is None):
         raise UsageError("arguments --prompt and --answer go together")
     model, notes = load_model(args.config, args.route)
-    model = apply_formats(model, notes, args.weights, args.kv_dtype)
+    model, note = served(model) if args.weights is None else (model, None)
+    notes += [note] if note else []
+    model = apply_formats(model, notes, args.weights, args.kv_dtype, args.expert_weights)
     engine = Serving(args.gpu_memory_utilization, args.block_size)
     kwargs: dict = {"engine": engine, "notes": notes}
     if args.context:
@@ -273,14 +297,25 @@ def _report(args: argparse.Namespace) -> str:
         kwargs["requests"] = [Request(args.prompt, args.answer)]
     chip = chip_of(args)
     result = report(model, chip, **kwargs)
+    split = None
     if split_given(args) or args.dp > 1:
         try:
             add_serving_split(result, args, model, chip, engine)
+            split = split_of(args, chip, args.dp, training=False)
         except ValueError as err:
             raise UsageError(str(err)) from None
+    if result["weights_fit"] and (split is None or result["split"]["weights_fit"]):
+        result["estimates"] = serving_estimates(
+            model, chip, split, args.context or (LENGTHS[1],), kwargs.get("requests", ()),
+            args.batch or BATCHES, args.engine, args.engine_version)
     if args.json:
         return json.dumps(result, indent=2, allow_nan=False)
-    return with_split_text(format_report(result), result)
+    text = with_split_text(format_report(result), result)
+    if "estimates" in result:
+        head, _, tail = text.partition("\nAssumptions\n")
+        text = "\n".join([head.rstrip("\n"), *serving_lines(result["estimates"]), "",
+                          "Assumptions", tail])
+    return text
 
 
 def _chips(as_json: bool) -> str:

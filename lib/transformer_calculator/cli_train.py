@@ -12,6 +12,8 @@ from .activations import RECOMPUTE
 from .cli_splits import split_given, split_of
 from .matrices import matrices
 from .split_costs import SPLIT_ASSUMPTIONS, training_split
+from .splits import Split, chip_link
+from .estimate.report import estimate_text, training_estimate
 from .splits_text import training_split_lines
 from .report_text import bytes_text, seconds_text, table
 from .training import (
@@ -259,6 +261,8 @@ def run_train(args, load_model, apply_formats, chip_of) -> str:
     )
     chip = chip_of(args)
     result = train_report(model, chip, t, args.tokens, notes)
+    figures = result
+    split = Split(dp=args.devices, link=chip_link(chip))
     if split_given(args):
         try:
             split = split_of(args, chip, args.devices, training=True)
@@ -270,6 +274,10 @@ def run_train(args, load_model, apply_formats, chip_of) -> str:
         result["assumptions"] = [
             a for a in result["assumptions"] if not a.startswith("time:")
         ] + [_SPLIT_TIME] + SPLIT_ASSUMPTIONS
+    try:
+        result["estimate"] = training_estimate(model, chip, split, t, figures)
+    except ValueError:  # a format whose parts the estimate cannot price
+        result["estimate"] = None
     return (
         json.dumps(result, indent=2, allow_nan=False)
         if args.json
@@ -308,6 +316,8 @@ def format_train(r: dict) -> str:
         f"Step time                   {seconds_text(r['step_seconds'])}",
         f"Tokens a second (all)       {r['tokens_per_s']:,.0f}",
         f"Model-flops utilisation     {r['model_flops_utilisation']:.1%}",
+        *([estimate_text(r["estimate"], "Tokens a second a chip      ")]
+          if r.get("estimate") else []),
         f"{t['tokens']:,} training tokens: {r['training_seconds'] / 86400:,.2f} days, "
         f"{r['chip_hours']:,.0f} chip-hours",
         "",

@@ -7,7 +7,8 @@ peak (``fractions.py``), beside the floor it can never beat.
   plus the share of the other requests' prompt passes each step waits for (a closed
   loop of ``batch`` requests starts ``batch / answer`` new prompts a step, and an
   engine that serves prompts and answers together runs them between its steps);
-- time to the first token: a fixed time, the prompt's own pass, and the queue of
+- time to the first token: a fixed time (and one a layer), the prompt's own pass,
+  and the queue of
   other prompts before it, which grows with the requests in flight (a fitted factor
   of ``(batch - 1) ** power``); past the conversations the engine's memory holds,
   a request also waits for one to finish.
@@ -27,7 +28,8 @@ from ..engine_memory import kv_budget
 from ..serving import Serving, conversation_bytes
 from ..splits import Split
 from .fractions import Fractions, fractions
-from .terms import Count, Roof, collective_terms, decode_terms, prefill_terms
+from .terms import (Count, Roof, collective_terms, decode_terms,
+                    prefill_terms)
 
 __all__ = ["Estimate", "ServingParts", "serving_parts", "term_seconds",
            "step_seconds", "prefill_seconds", "tpot_seconds", "ttft_seconds",
@@ -77,6 +79,7 @@ class ServingParts:
     answer: int
     disaggregated: bool
     engine: str
+    layers: int = 0
 
 
 def engine_capacity(stages, chip: Chip, tokens: int, engine: str | None = None,
@@ -101,11 +104,12 @@ def serving_parts(stages: tuple[Model, ...], prefill_stages: tuple[Model, ...],
     context = prompt + answer // 2
     step = [t for st in stages for t in decode_terms(st, chip, context, running)]
     step += collective_terms(stages[0], split, chip, running)
-    step.append(Count("a fixed time a step", 1.0, "step"))
+    step.append(Count("a fixed time a step", 1.0, "step:{engine}"))
     prefill = [t for st in prefill_stages for t in prefill_terms(st, chip, prompt)]
     prefill += collective_terms(prefill_stages[0], prefill_split, chip, prompt)
+    layers = sum(len(st.layout.blocks) for st in prefill_stages)
     return ServingParts(tuple(step), tuple(prefill), batch, running, answer,
-                        disaggregated, engine or "any")
+                        disaggregated, engine or "any", layers)
 
 
 def term_seconds(term, fr: Fractions, engine: str) -> float:
@@ -113,8 +117,7 @@ def term_seconds(term, fr: Fractions, engine: str) -> float:
     if isinstance(term, Roof):
         return max(term.arith_s * fr.value(term.arith_key),
                    term.read_s * fr.value(term.read_key))
-    key = term.key if ":" in term.key else f"{term.key}:{engine}"
-    return term.value * fr.value(key)
+    return term.value * fr.value(term.key.replace("{engine}", engine))
 
 
 def step_seconds(p: ServingParts, fr: Fractions) -> float:
@@ -145,7 +148,8 @@ def ttft_seconds(p: ServingParts, fr: Fractions | None = None) -> float:
     """Expected seconds to the first token."""
     fr = fr or fractions()
     prefill = prefill_seconds(p, fr)
-    fixed = _value(fr, "first token", p.engine)
+    fixed = _value(fr, "first token", p.engine) + p.layers * _value(
+        fr, "first token layer", p.engine)
     if p.disaggregated:
         return fixed + _value(fr, "disaggregated", p.engine) * prefill
     queue = _value(fr, "queue", p.engine) * (p.running - 1) ** _value(

@@ -7,7 +7,8 @@ A ``Roof`` is one kernel: the seconds of its arithmetic at the chip's peak rate 
 its reading at the chip's peak bandwidth, and the names of the fractions of peak it
 reaches (``fractions.py``); it takes the slower of the two once each is divided by its
 fraction. A ``Count`` is a time that grows with a count (layers, collective steps,
-bytes over a link), at a fitted number of seconds each. The whole step's floor is the
+bytes over a link), at a fitted number of seconds each (a key holding ``{engine}`` is
+fitted for each serving engine). The whole step's floor is the
 max of the summed arithmetic and the summed reading (``costs.py``); these terms add
 each kernel's own time instead, and ``tests/test_estimate_terms.py`` holds their sums
 equal to the floor's counts.
@@ -128,7 +129,8 @@ def decode_terms(model: Model, chip: Chip, context: int, batch: int) -> list:
                  arithmetic_time(model, chip, context, batch), total_read,
                  [*roofs, attention], gen)
     layers = len(model.layout.blocks)
-    return [*roofs, attention, rest, Count("a fixed time a layer", layers, "layer")]
+    return [*roofs, attention, rest,
+            Count("a fixed time a layer", layers, "layer:{engine}")]
 
 
 def _weights_read(model: Model, tokens: int, positions: int) -> int:
@@ -147,7 +149,8 @@ def prefill_terms(model: Model, chip: Chip, tokens: int) -> list:
     arith, read = prefill_limits(model, chip, tokens, 1)
     rest = _rest("norms, biases and routers", arith, read, [*roofs, attention], gen)
     layers = len(model.layout.blocks)
-    return [*roofs, attention, rest, Count("a fixed time a layer", layers, "layer")]
+    return [*roofs, attention, rest,
+            Count("a fixed time a layer", layers, "layer:{engine}")]
 
 
 def _link(split: Split, chip: Chip, group: int) -> tuple[str, float, float]:

@@ -34,16 +34,17 @@ class TrainingParts:
     bubble: float
 
 
-def _ring(link, n: int, nbytes: float, calls: float, kind: str,
-          name: str) -> list[Count]:
+def _ring(link, n: int, nbytes: float, calls: float, kind: str, name: str,
+          what: str) -> list[Count]:
     """``calls`` ring all-reduces of ``nbytes`` over ``n`` devices on ``link``: their
-    steps at its published latency and their bytes at its rate."""
+    steps at its published latency and their bytes at its rate (fitted as ``what``:
+    ``train tp`` or ``train dp``)."""
     if n <= 1:
         return []
     return [Count(f"{name} steps", calls * 2 * (n - 1) * link.step_latency_s,
-                  f"latency:{kind}"),
+                  f"{what} latency:{kind}"),
             Count(f"{name} bytes", calls * nbytes * 2 * (n - 1) / n
-                  / link.bytes_per_s_each_way, f"link:{kind}")]
+                  / link.bytes_per_s_each_way, f"{what} link:{kind}")]
 
 
 def training_parts(setup, figures: dict) -> TrainingParts:
@@ -70,18 +71,23 @@ def training_parts(setup, figures: dict) -> TrainingParts:
     if s.tp > 1 and fast is not None:  # two all-reduces a layer each way
         link, kind = (fast, "nvlink") if s.tp <= domain else (net, "network")
         terms += _ring(link, s.tp, tokens_mb * d * bpn, 4 * layers * s.micro_batches,
-                       kind, "tensor-parallel all-reduce")
+                       kind, "tensor-parallel all-reduce", "train tp")
     if s.dp > 1 and net is not None:
         across = s.tp * s.pp * s.dp > domain
         link, kind = (net, "network") if across else (fast, "nvlink")
         grads = trainable_parameters(st, t) * bpn
-        terms += _ring(link, s.dp, grads, 1, kind, "data-parallel gradients")
+        terms += _ring(link, s.dp, grads, 1, kind, "data-parallel gradients",
+                       "train dp")
     if s.pp > 1 and net is not None:
         link, kind = (net, "network") if s.tp * s.pp > domain else (fast, "nvlink")
         sends = 2 * s.micro_batches * (s.pp - 1)
         terms += [Count("pipeline sends", sends * tokens_mb * d * bpn
-                        / link.bytes_per_s_each_way, f"link:{kind}")]
-    terms.append(Count("a fixed time a step", 1.0, "train fixed"))
+                        / link.bytes_per_s_each_way, f"train pp link:{kind}"),
+                  Count("pipeline send steps", sends * link.step_latency_s,
+                        f"train pp latency:{kind}")]
+    terms.append(Count("a fixed time a layer and micro-batch",
+                       3 * layers * s.micro_batches, f"train layer:{gen}"))
+    terms.append(Count("a fixed time a step", 1.0, f"train fixed:{gen}"))
     bubble = figures["bubble_seconds"] / max(figures["arithmetic_seconds"], 1e-30)
     per_chip = figures["tokens_per_s"] / s.devices
     tokens = t.batch * t.seq_len * s.dp / s.devices
@@ -94,8 +100,7 @@ def training_step_seconds(p: TrainingParts, fr: Fractions | None = None) -> floa
     own = p.terms[0]
     compute = max(own.arith_s * fr.value(own.arith_key),
                   own.read_s * fr.value(own.read_key)) * (1 + p.bubble)
-    rest = sum(c.value * fr.value(c.key if ":" in c.key else f"{c.key}:any")
-               for c in p.terms[1:])
+    rest = sum(c.value * fr.value(c.key.replace("{engine}", "any")) for c in p.terms[1:])
     return compute + rest
 
 

@@ -40,8 +40,10 @@ whole."""
 
 START = {"compute": 1.6, "read": 1.25, "attention compute": 2.0, "attention read": 1.5,
          "layer": 2e-5, "step": 1e-3, "latency": 1.0, "link": 1.5, "interference": 1.0,
-         "first token": 0.02, "queue": 0.3, "queue power": 0.7, "disaggregated": 2.0,
-         "train compute": 2.0, "train read": 1.5, "train comm": 1.0,
+         "first token": 0.02, "first token layer": 2e-4, "queue": 0.3, "queue power": 0.7, "disaggregated": 2.0,
+         "train compute": 2.0, "train read": 1.5, "train tp latency": 3.0,
+         "train tp link": 1.5, "train dp latency": 3.0, "train dp link": 1.0,
+         "train pp latency": 3.0, "train pp link": 1.5, "train layer": 1e-4,
          "train fixed": 0.05}
 """Where the descent starts, by the key's first part."""
 
@@ -124,7 +126,7 @@ class Vectors:
                     roofs.append((i, t.arith_s, t.read_s, _key(keys, t.arith_key),
                                   _key(keys, t.read_key)))
                 else:
-                    k = t.key if ":" in t.key else f"{t.key}:{engine}"
+                    k = t.key.replace("{engine}", engine)
                     counts.append((i, t.value, _key(keys, k)))
         self.n = len(groups)
         r = np.array(roofs, dtype=float).reshape(-1, 5)
@@ -161,11 +163,14 @@ class Model:
         self.step = Vectors([list(p.step) for p in self.parts], self.keys, engines)
         self.prefill = Vectors([list(p.prefill) for p in self.parts], self.keys, engines)
         k = self.keys
-        self.k_interf = np.array([_key(k, f"interference:{e}") for e in engines])
-        self.k_first = np.array([_key(k, f"first token:{e}") for e in engines])
-        self.k_queue = np.array([_key(k, f"queue:{e}") for e in engines])
-        self.k_power = np.array([_key(k, f"queue power:{e}") for e in engines])
-        self.k_dis = np.array([_key(k, f"disaggregated:{e}") for e in engines])
+        self.k_interf = np.array([_key(k, f"interference:{e}") for e in engines], dtype=int)
+        self.k_first = np.array([_key(k, f"first token:{e}") for e in engines], dtype=int)
+        self.k_first_layer = np.array([_key(k, f"first token layer:{e}")
+                                       for e in engines], dtype=int)
+        self.layers = np.array([p.layers for p in self.parts], dtype=float)
+        self.k_queue = np.array([_key(k, f"queue:{e}") for e in engines], dtype=int)
+        self.k_power = np.array([_key(k, f"queue power:{e}") for e in engines], dtype=int)
+        self.k_dis = np.array([_key(k, f"disaggregated:{e}") for e in engines], dtype=int)
         self.running = np.array([p.running for p in self.parts], dtype=float)
         self.batch = np.array([p.batch for p in self.parts], dtype=float)
         self.answer = np.array([max(p.answer, 1) for p in self.parts], dtype=float)
@@ -193,12 +198,12 @@ class Model:
         tpot = np.where(self.dis, step, step + theta[self.k_interf] * self.running
                         / self.answer * prefill)
         queue = theta[self.k_queue] * (self.running - 1) ** theta[self.k_power]
-        first = theta[self.k_first] + prefill * (1 + queue)
+        fixed = theta[self.k_first] + self.layers * theta[self.k_first_layer]
+        first = fixed + prefill * (1 + queue)
         whole = first + self.answer * tpot
         wait = np.where(self.batch > self.running,
                         (self.batch / self.running - 1) * whole, 0.0)
-        ttft = np.where(self.dis, theta[self.k_first] + theta[self.k_dis] * prefill,
-                        first + wait)
+        ttft = np.where(self.dis, fixed + theta[self.k_dis] * prefill, first + wait)
         out = np.empty(len(self.cases))
         for i, q in enumerate(self.quantity):
             if q == "tpot_ms":
@@ -299,16 +304,32 @@ def intervals(cases: list[Case], pred: np.ndarray, held: np.ndarray) -> dict:
     return out
 
 
-def fitted(cases: list[Case] | None = None) -> tuple[dict, Model, np.ndarray]:
-    """The fractions file's content, the model and every case's estimate."""
-    cases = cases if cases is not None else serving_cases() + training_cases()
+def _fit_part(cases: list[Case], sweeps: int) -> tuple[dict[str, float], np.ndarray]:
+    """The rounded values fitted to ``cases`` outside ``HELD_OUT``, and every case's
+    estimate with them."""
     model = Model(cases)
     held = np.array([c.model in HELD_OUT for c in cases])
-    theta = fit(model, ~held)
+    theta = fit(model, ~held, sweeps)
     order = sorted(model.keys, key=model.keys.get)
     values = {k: _round(v) for k, v in zip(order, theta)}
-    theta = np.array([values[k] for k in order])
-    pred = model.predict(theta)
+    return values, model.predict(np.array([values[k] for k in order]))
+
+
+def fitted(cases: list[Case] | None = None) -> tuple[dict, list[Case], np.ndarray]:
+    """The fractions file's content, the cases and every case's estimate: serving and
+    training fitted apart (they share no value)."""
+    cases = cases if cases is not None else serving_cases() + training_cases()
+    serving = [c for c in cases if c.quantity != "tokens_per_s_per_chip"]
+    training = [c for c in cases if c.quantity == "tokens_per_s_per_chip"]
+    values, pred = {}, []
+    for part, sweeps in ((serving, 2), (training, 3)):
+        if part:
+            v, p = _fit_part(part, sweeps)
+            values.update(v)
+            pred.append(p)
+    cases = serving + training
+    pred = np.concatenate(pred)
+    held = np.array([c.model in HELD_OUT for c in cases])
     values.update(_anys(values))
     fitted_on = sorted({c.model for c, h in zip(cases, held) if not h})
     data = {
@@ -321,20 +342,21 @@ def fitted(cases: list[Case] | None = None) -> tuple[dict, Model, np.ndarray]:
         "basis": {"fitted_on": fitted_on, "held_out": sorted(set(HELD_OUT)),
                   "runs_fitted": int((~held).sum()), "runs_held_out": int(held.sum())},
     }
-    return data, model, pred
+    return data, cases, pred
 
 
 def main(argv: list[str] | None = None) -> int:
     """Fit and write ``estimate/data/fractions.json``; print the held-out errors."""
-    data, model, pred = fitted()
+    data, cases, pred = fitted()
     FRACTIONS_FILE.parent.mkdir(exist_ok=True)
     FRACTIONS_FILE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    held = np.array([c.model in HELD_OUT for c in model.cases])
+    held = np.array([c.model in HELD_OUT for c in cases])
+    measured = np.array([c.measured for c in cases])
     for q in ("tpot_ms", "ttft_ms", "tokens_per_s_per_chip"):
         for name, m in (("fitted", ~held), ("held out", held)):
-            sel = np.array([c.quantity == q for c in model.cases]) & m
+            sel = np.array([c.quantity == q for c in cases]) & m
             if sel.any():
-                err = np.abs(pred[sel] - model.measured[sel]) / model.measured[sel]
+                err = np.abs(pred[sel] - measured[sel]) / measured[sel]
                 print(f"{q:<24} {name:<9} runs {int(sel.sum()):>5}  median abs error "
                       f"{np.median(err):.1%}")
     print(f"wrote {FRACTIONS_FILE}")
