@@ -165,7 +165,8 @@ def _report_parser(commands) -> None:
     rep.add_argument(
         "--engine-version",
         metavar="V",
-        help="the engine's version (vLLM: how it sizes its cache, e.g. 0.6.4 or 0.19.0)",
+        help="the engine's version (vLLM: how it sizes its cache, e.g. 0.6.4 or "
+        "0.19.0)",
     )
     rep.add_argument(
         "--json",
@@ -286,7 +287,9 @@ def _report(args: argparse.Namespace) -> str:
     model, notes = load_model(args.config, args.route)
     model, note = served(model) if args.weights is None else (model, None)
     notes += [note] if note else []
-    model = apply_formats(model, notes, args.weights, args.kv_dtype, args.expert_weights)
+    model = apply_formats(
+        model, notes, args.weights, args.kv_dtype, args.expert_weights
+    )
     engine = Serving(args.gpu_memory_utilization, args.block_size)
     kwargs: dict = {"engine": engine, "notes": notes}
     if args.context:
@@ -306,8 +309,9 @@ def _report(args: argparse.Namespace) -> str:
             raise UsageError(str(err)) from None
     if result["weights_fit"] and (split is None or result["split"]["weights_fit"]):
         result["estimates"] = serving_estimates(
-            model, chip, split, args.context or (LENGTHS[1],), kwargs.get("requests", ()),
-            args.batch or BATCHES, args.engine, args.engine_version)
+            model, chip, split, args.context or (LENGTHS[1],),
+            kwargs.get("requests", ()), args.batch or BATCHES, args.engine,
+            args.engine_version)
     if args.json:
         return json.dumps(result, indent=2, allow_nan=False)
     text = with_split_text(format_report(result), result)

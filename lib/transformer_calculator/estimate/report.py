@@ -61,8 +61,8 @@ def serving_estimates(model: Model, chip: Chip, split: Split | None, lengths,
         p = serving_parts(stages, stages, chip, split, split, n, 2, 1, engine, False,
                           version)
         floor = sum(_decode_floor(st, chip, n) for st in stages)
-        est = _estimate("tpot_ms", name, floor * 1e3, step_seconds(p, fractions()) * 1e3,
-                        "ms", "least")
+        step = step_seconds(p, fractions())
+        est = _estimate("tpot_ms", name, floor * 1e3, step * 1e3, "ms", "least")
         decode.append({"context": n, "seconds_per_token": est.as_dict()})
     rows = []
     from ..costs import prefill_time
@@ -92,18 +92,24 @@ def _decode_floor(stage: Model, chip: Chip, n: int) -> float:
     return decode_step_time(stage, chip, n, 1)
 
 
+def _figure(x: float) -> str:
+    """``x`` to three significant figures, with thousands separated."""
+    v = float(f"{x:.3g}")
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
 def estimate_text(e: dict, label: str) -> str:
     """'floor 5.1 ms; expected 7.6 ms, 6.9-8.4 ms for 80 % of measured runs like
     this one'."""
-    unit = e["unit"]
-    return (f"{label}floor {e['floor']:,.3g} {unit}; expected {e['estimate']:,.3g} "
-            f"{unit}, {e['low']:,.3g}-{e['high']:,.3g} {unit} for {e['share']:.0%} of "
+    unit, f = e["unit"], _figure
+    return (f"{label}floor {f(e['floor'])} {unit}; expected {f(e['estimate'])} {unit}, "
+            f"{f(e['low'])}-{f(e['high'])} {unit} for {e['share']:.0%} of "
             f"{e['runs']:,} measured runs like this one")
 
 
 def serving_lines(est: dict) -> list[str]:
     """The estimates as the report's text lays them out."""
-    engine = est["engine"] or "any engine (the fractions of every engine fitted)"
+    engine = est["engine"] or "fitted to the runs of every engine"
     lines = ["", f"Expected on a real engine ({engine}), beside the floor at peak"]
     for row in est["decode_ms"]:
         lines.append(estimate_text(row["seconds_per_token"],

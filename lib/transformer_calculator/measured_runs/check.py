@@ -26,11 +26,14 @@ engine)."""
 
 def estimate_with_interval(quantity: str, engine: str, floor: float, value: float,
                            fr: Fractions, unit: str, bound: str) -> Estimate:
-    """The ``Estimate`` of ``quantity`` with its regime's interval."""
+    """The ``Estimate`` of ``quantity`` with its regime's interval, none of it past
+    the floor (a time at least the floor, a rate at most it)."""
     regime = f"{REGIME_NAMES[quantity]}, {engine}"
     iv = fr.interval(regime)
-    return Estimate(quantity, unit, bound, floor, value, value * iv.low,
-                    value * iv.high, iv.share, iv.runs, regime)
+    side = max if bound == "least" else min
+    value = side(value, floor)
+    return Estimate(quantity, unit, bound, floor, value, side(value * iv.low, floor),
+                    side(value * iv.high, floor), iv.share, iv.runs, regime)
 
 
 def _figures(est: Estimate, measured: float | None) -> dict:
@@ -64,7 +67,8 @@ def _serving(run: Run, fr: Fractions) -> dict:
                       s.engine_version)
     engine = "disaggregated" if s.disaggregated else p.engine
     out: dict = {"batch": batch, "running": p.running}
-    tpot = estimate_with_interval("tpot_ms", engine, floors.tpot_floor(s, running) * 1e3,
+    floor = floors.tpot_floor(s, running)
+    tpot = estimate_with_interval("tpot_ms", engine, floor * 1e3,
                                   tpot_seconds(p, fr) * 1e3, fr, "ms", "least")
     ttft = estimate_with_interval("ttft_ms", engine, floors.ttft_floor(s) * 1e3,
                                   ttft_seconds(p, fr) * 1e3, fr, "ms", "least")
@@ -95,7 +99,8 @@ def _training(run: Run, fr: Fractions) -> dict:
     mfu = figures["model_flops_utilisation"]
     if "mfu" in run.measured:
         out["mfu"] = {"floor": mfu, "measured": run.measured["mfu"], "bound": "most",
-                      "unit": "fraction", "measured_over_floor": run.measured["mfu"] / mfu,
+                      "unit": "fraction",
+                      "measured_over_floor": run.measured["mfu"] / mfu,
                       "below_floor": run.measured["mfu"] > mfu}
     if "memory_gib" in run.measured:
         gib = figures["memory_bytes"] / 2**30

@@ -40,7 +40,8 @@ whole."""
 
 START = {"compute": 1.6, "read": 1.25, "attention compute": 2.0, "attention read": 1.5,
          "layer": 2e-5, "step": 1e-3, "latency": 1.0, "link": 1.5, "interference": 1.0,
-         "first token": 0.02, "first token layer": 2e-4, "queue": 0.3, "queue power": 0.7, "disaggregated": 2.0,
+         "first token": 0.02, "first token layer": 2e-4, "queue": 0.3,
+         "queue power": 0.7, "disaggregated": 2.0,
          "train compute": 2.0, "train read": 1.5, "train tp latency": 3.0,
          "train tp link": 1.5, "train dp latency": 3.0, "train dp link": 1.0,
          "train pp latency": 3.0, "train pp link": 1.5, "train layer": 1e-4,
@@ -133,13 +134,20 @@ class Vectors:
         c = np.array(counts, dtype=float).reshape(-1, 3)
         self.r_case, self.r_a, self.r_b = r[:, 0].astype(int), r[:, 1], r[:, 2]
         self.r_ka, self.r_kb = r[:, 3].astype(int), r[:, 4].astype(int)
-        self.c_case, self.c_v, self.c_k = c[:, 0].astype(int), c[:, 1], c[:, 2].astype(int)
+        self.c_case, self.c_v = c[:, 0].astype(int), c[:, 1]
+        self.c_k = c[:, 2].astype(int)
 
     def seconds(self, theta: np.ndarray) -> np.ndarray:
         """Each case's seconds at the values ``theta``."""
         roof = np.maximum(self.r_a * theta[self.r_ka], self.r_b * theta[self.r_kb])
         out = np.bincount(self.r_case, roof, minlength=self.n)
-        return out + np.bincount(self.c_case, self.c_v * theta[self.c_k], minlength=self.n)
+        counted = self.c_v * theta[self.c_k]
+        return out + np.bincount(self.c_case, counted, minlength=self.n)
+
+
+def _keys(keys: dict[str, int], pattern: str, engines: list[str]) -> np.ndarray:
+    """The index of ``pattern`` (an f-string of ``e``) for each case's engine."""
+    return np.array([_key(keys, pattern.replace("{e}", e)) for e in engines], dtype=int)
 
 
 def _key(keys: dict[str, int], key: str) -> int:
@@ -161,16 +169,17 @@ class Model:
         where = {pid: i for i, pid in enumerate(parts)}
         engines = [p.engine for p in self.parts]
         self.step = Vectors([list(p.step) for p in self.parts], self.keys, engines)
-        self.prefill = Vectors([list(p.prefill) for p in self.parts], self.keys, engines)
+        self.prefill = Vectors([list(p.prefill) for p in self.parts], self.keys,
+                               engines)
         k = self.keys
-        self.k_interf = np.array([_key(k, f"interference:{e}") for e in engines], dtype=int)
-        self.k_first = np.array([_key(k, f"first token:{e}") for e in engines], dtype=int)
+        self.k_interf = _keys(k, "interference:{e}", engines)
+        self.k_first = _keys(k, "first token:{e}", engines)
         self.k_first_layer = np.array([_key(k, f"first token layer:{e}")
                                        for e in engines], dtype=int)
         self.layers = np.array([p.layers for p in self.parts], dtype=float)
-        self.k_queue = np.array([_key(k, f"queue:{e}") for e in engines], dtype=int)
-        self.k_power = np.array([_key(k, f"queue power:{e}") for e in engines], dtype=int)
-        self.k_dis = np.array([_key(k, f"disaggregated:{e}") for e in engines], dtype=int)
+        self.k_queue = _keys(k, "queue:{e}", engines)
+        self.k_power = _keys(k, "queue power:{e}", engines)
+        self.k_dis = _keys(k, "disaggregated:{e}", engines)
         self.running = np.array([p.running for p in self.parts], dtype=float)
         self.batch = np.array([p.batch for p in self.parts], dtype=float)
         self.answer = np.array([max(p.answer, 1) for p in self.parts], dtype=float)

@@ -88,7 +88,8 @@ def _loaded(name: str) -> tuple[Model, tuple[str, ...]]:
 
 
 @lru_cache(maxsize=256)
-def _formatted(name: str, weights, experts, cache, serving: bool) -> tuple[Model, tuple]:
+def _formatted(name: str, weights, experts, cache,
+               serving: bool) -> tuple[Model, tuple]:
     model, notes = _loaded(name)
     notes = list(notes)
     if serving:
@@ -144,7 +145,8 @@ def serving_setup(run: Run) -> ServingSetup:
     if prompt is None or answer is None:
         raise ValueError("prompt and answer are needed for a serving run's times")
     return ServingSetup(
-        model=model, stages=_stages(model, split), prefill_stages=_stages(model, prefill),
+        model=model, stages=_stages(model, split),
+        prefill_stages=_stages(model, prefill),
         chip=c, split=split, prefill_split=prefill, batch=_whole(run, "batch"),
         prompt=prompt, answer=answer, engine=engine,
         engine_version=run.options.get("engine_version") or None,

@@ -44,7 +44,8 @@ def summary(results: list[dict], models=None) -> dict:
         groups: dict[str, list[dict]] = {}
         for r, f in _rows(chosen, q):
             groups.setdefault(f["regime"], []).append(f)
-            groups.setdefault(f["regime"].split(",")[0] + ", every engine", []).append(f)
+            every = f["regime"].split(",")[0] + ", every engine"
+            groups.setdefault(every, []).append(f)
         for regime, fs in sorted(groups.items()):
             errors = [abs(f["estimate"] - f["measured"]) / f["measured"] for f in fs]
             inside = sum(f["low"] <= f["measured"] <= f["high"] for f in fs)
