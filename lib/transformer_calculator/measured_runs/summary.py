@@ -20,7 +20,7 @@ QUANTITIES = ("tpot_ms", "ttft_ms", "tokens_per_s_per_chip")
 def reason_kind(reason: str) -> str:
     """A refusal's reason with its numbers taken out, so that alike reasons count
     together."""
-    return re.sub(r"(?<![A-Za-z])\d[\d,.]*", "N", reason)
+    return re.sub(r"(?<![\w.-])\d[\d,.]*", "N", reason)
 
 
 def _rows(results: list[dict], quantity: str, models=None):
