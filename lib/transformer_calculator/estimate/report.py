@@ -9,6 +9,7 @@ estimate has fractions of its own, fitted to measured runs).
 
 from __future__ import annotations
 
+import math
 import dataclasses
 from types import SimpleNamespace
 
@@ -60,7 +61,7 @@ def serving_estimates(model: Model, chip: Chip, split: Split | None, lengths,
     for n in lengths:
         p = serving_parts(stages, stages, chip, split, split, n, 2, 1, engine, False,
                           version)
-        floor = sum(_decode_floor(st, chip, n) for st in stages)
+        floor = math.fsum(_decode_floor(st, chip, n) for st in stages)
         step = step_seconds(p, fractions())
         est = _estimate("tpot_ms", name, floor * 1e3, step * 1e3, "ms", "least")
         decode.append({"context": n, "seconds_per_token": est.as_dict()})
@@ -72,9 +73,9 @@ def serving_estimates(model: Model, chip: Chip, split: Split | None, lengths,
         for b in batches:
             p = serving_parts(stages, stages, chip, split, split, q.prompt, q.answer, b,
                               engine, False, version)
-            floor_tpot = sum(request_times(st, chip, q.prompt, max(q.answer, 2),
+            floor_tpot = math.fsum(request_times(st, chip, q.prompt, max(q.answer, 2),
                                            p.running).mean_step for st in stages)
-            floor_ttft = sum(prefill_time(st, chip, q.prompt, 1) for st in stages)
+            floor_ttft = math.fsum(prefill_time(st, chip, q.prompt, 1) for st in stages)
             tpot = _estimate("tpot_ms", name, floor_tpot * 1e3,
                              tpot_seconds(p) * 1e3, "ms", "least")
             ttft = _estimate("ttft_ms", name, floor_ttft * 1e3,

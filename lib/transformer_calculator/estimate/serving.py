@@ -20,6 +20,7 @@ this one".
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..chips import Chip
@@ -122,12 +123,12 @@ def term_seconds(term, fr: Fractions, engine: str) -> float:
 
 def step_seconds(p: ServingParts, fr: Fractions) -> float:
     """Seconds of one decode step of the running conversations."""
-    return sum(term_seconds(t, fr, p.engine) for t in p.step)
+    return math.fsum(term_seconds(t, fr, p.engine) for t in p.step)
 
 
 def prefill_seconds(p: ServingParts, fr: Fractions) -> float:
     """Seconds of one prompt's pass."""
-    return sum(term_seconds(t, fr, p.engine) for t in p.prefill)
+    return math.fsum(term_seconds(t, fr, p.engine) for t in p.prefill)
 
 
 def _value(fr: Fractions, name: str, engine: str) -> float:

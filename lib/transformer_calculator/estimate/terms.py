@@ -105,8 +105,8 @@ def _rest(name: str, total_arith: float, total_read: float, roofs: list[Roof],
           gen: str) -> Roof:
     """The norms, biases and routers a step also reads and multiplies: what the
     whole step counts beyond its kernels (never below zero)."""
-    arith = max(total_arith - sum(r.arith_s for r in roofs), 0.0)
-    read = max(total_read - sum(r.read_s for r in roofs), 0.0)
+    arith = max(total_arith - math.fsum(r.arith_s for r in roofs), 0.0)
+    read = max(total_read - math.fsum(r.read_s for r in roofs), 0.0)
     return Roof(name, arith, read, f"compute:{gen}:bf16", f"read:{gen}")
 
 

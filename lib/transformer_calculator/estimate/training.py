@@ -7,6 +7,7 @@ sends over the network once the devices span machines) and a fixed time a step.
 
 from __future__ import annotations
 
+import math
 import dataclasses
 from dataclasses import dataclass
 
@@ -100,7 +101,7 @@ def training_step_seconds(p: TrainingParts, fr: Fractions | None = None) -> floa
     own = p.terms[0]
     compute = max(own.arith_s * fr.value(own.arith_key),
                   own.read_s * fr.value(own.read_key)) * (1 + p.bubble)
-    rest = sum(c.value * fr.value(c.key.replace("{engine}", "any"))
+    rest = math.fsum(c.value * fr.value(c.key.replace("{engine}", "any"))
                for c in p.terms[1:])
     return compute + rest
 

@@ -13,6 +13,7 @@ calculator's roofline allows, never an estimate.
 
 from __future__ import annotations
 
+import math
 from ..serving import Serving, largest_batch, request_times
 from ..costs import prefill_time
 from ..split_costs import training_split
@@ -37,7 +38,7 @@ def running_batch(s: ServingSetup) -> int:
 
 def tpot_floor(s: ServingSetup, batch: int) -> float:
     """Seconds of the mean decode step over the answer at ``batch`` conversations."""
-    return sum(
+    return math.fsum(
         request_times(st, s.chip, s.prompt, max(s.answer, 2), batch).mean_step
         for st in s.stages
     )
@@ -45,7 +46,8 @@ def tpot_floor(s: ServingSetup, batch: int) -> float:
 
 def ttft_floor(s: ServingSetup) -> float:
     """Seconds of the prompt's own pass on its devices."""
-    return sum(prefill_time(st, s.chip, s.prompt, 1) for st in s.prefill_stages)
+    return math.fsum(prefill_time(st, s.chip, s.prompt, 1)
+                     for st in s.prefill_stages)
 
 
 def training_figures(t: TrainingSetup) -> dict:
