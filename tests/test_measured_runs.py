@@ -151,3 +151,17 @@ def test_the_tables_written_as_runs_read_back():
     assert [r.id for r in runs] == [r["id"] for r in rows]
     assert all(r.refused is None or r.refused == w.get("refused")
                for r, w in zip(runs, rows))
+
+
+def test_an_offline_run_is_held_at_the_most_conversations_that_fit(tmp_path):
+    header = "id,command,model,chip,tp,batch,prompt,answer,engine,measured_tokens_per_s_per_chip"
+    code, out, _ = run("check", table(tmp_path, "off,report,llama-3.1-8b,h100-sxm,1,,1024,"
+                                      "256,vllm,5000", header=header), "--json")
+    r = json.loads(out)["runs"][0]
+    (s,) = [serving_setup(x) for x in read_runs(f"{header}\noff,report,llama-3.1-8b,"
+                                                "h100-sxm,1,,1024,256,vllm,5000\n")]
+    running = floors.running_batch(s)
+    assert r["batch"] == running > 1  # no batch given: as many as fit
+    f = r["tokens_per_s_per_chip"]
+    assert f["floor"] == pytest.approx(running / floors.tpot_floor(s, running))
+    assert f["low"] <= f["estimate"] <= f["high"] <= f["floor"] and f["bound"] == "most"

@@ -72,14 +72,24 @@ def _serving(run: Run, fr: Fractions) -> dict:
                                   tpot_seconds(p, fr) * 1e3, fr, "ms", "least")
     ttft = estimate_with_interval("ttft_ms", engine, floors.ttft_floor(s) * 1e3,
                                   ttft_seconds(p, fr) * 1e3, fr, "ms", "least")
-    for est in (tpot, ttft):
+    per_chip = 1e3 / s.split.devices  # tokens a second a chip from ms between tokens
+    rate = Estimate(  # the running conversations' tokens a second: the most possible
+        "tokens_per_s_per_chip", "tokens/s/chip", "most",
+        running / floor / s.split.devices, p.running / tpot.estimate * per_chip,
+        p.running / tpot.high * per_chip, p.running / tpot.low * per_chip, tpot.share,
+        tpot.runs, tpot.regime)
+    for est in (tpot, ttft, rate):
+        if est is rate and est.quantity not in run.measured:
+            continue
         measured = run.measured.get(est.quantity)
         out[est.quantity] = _figures(est, measured)
         if out[est.quantity].get("below_floor"):
-            out[est.quantity]["why"] = (_why_tpot(s, measured / 1e3)
-                                        if est.quantity == "tpot_ms" else
-                                        "faster than the prompt's own pass: part of "
-                                        "the prompt was cached or skipped")
+            out[est.quantity]["why"] = (
+                _why_tpot(s, measured / 1e3) if est.quantity == "tpot_ms" else
+                "faster than the prompt's own pass: part of the prompt was cached or "
+                "skipped" if est.quantity == "ttft_ms" else
+                "more tokens a second than the running conversations' decode steps "
+                "allow: the engine ran more at once than fit by this count")
     return out
 
 

@@ -62,12 +62,18 @@ def summary(results: list[dict], models=None) -> dict:
             "regimes": regimes}
 
 
+def _figure(x: float) -> str:
+    """``x`` to four significant figures, thousands separated."""
+    v = float(f"{x:.4g}")
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+
+
 def _cell(f: dict) -> str:
-    unit = f["unit"]
-    return (f"floor {f['floor']:,.4g}; expected {f['estimate']:,.4g} "
-            f"({f['low']:,.4g}-{f['high']:,.4g} for {f['share']:.0%} of "
+    unit, n = f["unit"], _figure
+    return (f"floor {n(f['floor'])}; expected {n(f['estimate'])} "
+            f"({n(f['low'])}-{n(f['high'])} for {f['share']:.0%} of "
             f"{f['runs']:,} measured runs like it) {unit}; measured "
-            f"{f['measured']:,.4g}, {f['measured_over_estimate']:.2f} x expected"
+            f"{n(f['measured'])}, {f['measured_over_estimate']:.2f} x expected"
             + (" BELOW THE FLOOR: " + f["why"] if f.get("below_floor") else ""))
 
 
