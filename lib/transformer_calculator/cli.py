@@ -308,7 +308,8 @@ def _report(args: argparse.Namespace) -> str:
         except ValueError as err:
             raise UsageError(str(err)) from None
     fits = result["split" if split is not None else "weights_fit"]
-    if fits is True or (isinstance(fits, dict) and fits["weights_fit"]):
+    if model.route == "layout" and (
+            fits is True or (isinstance(fits, dict) and fits["weights_fit"])):
         result["estimates"] = serving_estimates(
             model, chip, split, args.context or (LENGTHS[1],),
             kwargs.get("requests", ()), args.batch or BATCHES, args.engine,

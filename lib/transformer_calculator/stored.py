@@ -108,13 +108,18 @@ def matrix_bytes(model: Model, m: Matrix) -> int:
 def tables(model: Model) -> tuple[Matrix, ...]:
     """The tables a step gathers rows from instead of multiplying by them: an untied
     input table (a tied one is the head, multiplied whole) and a learned position
-    table."""
-    return tuple(
-        m
-        for m in matrices(model.layout)
-        if m.name == "embed_positions"
-        or (m.name == "embed_tokens" and not model.layout.tied)
-    )
+    table (read off the layout itself, so a model counted from its tensors has them
+    too)."""
+    layout = model.layout
+    found = []
+    if not layout.tied and layout.vocab:
+        e = layout.embedding_width or layout.width
+        found.append(Matrix(layout.vocab, e, 1, "embeddings", "embed_tokens"))
+    if layout.positions:
+        found.append(
+            Matrix(layout.positions, layout.width, 1, "embeddings", "embed_positions")
+        )
+    return tuple(found)
 
 
 def gathered_numbers(model: Model) -> int:
