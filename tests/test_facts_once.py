@@ -4,7 +4,7 @@ code or in the library outside ``published``, which states each with its source.
 The figures are read from ``published`` itself: every chip's and link's rate (operations or
 bytes a second, at least 10^9), a memory typed in decimal gigabytes (``80 * 10**9``), and the
 sizes of every published config that no round number explains (widths, feed-forward widths and
-vocabularies that are not powers of two: 14,336 and 128,256 are Llama 3's, 4,096 is anyone's).
+vocabularies that are not powers of two, or one and a half times one: 14,336 and 128,256 are Llama 3's, 4,096 is anyone's).
 A page or a module that needs one reads it (``published.chip("h100-sxm")``,
 ``shipped_shape("llama-3-8b")``).
 """
@@ -33,6 +33,12 @@ def rates() -> frozenset[float]:
     return frozenset(out)
 
 
+def _round(v: int) -> bool:
+    """True for a power of two or one and a half times one (1,536 or 3,072 are anyone's
+    sizes, as 4,096 is)."""
+    return not v & (v - 1) or (v % 3 == 0 and not (v // 3) & (v // 3 - 1))
+
+
 @lru_cache(maxsize=1)
 def shape_numbers() -> frozenset[int]:
     """Sizes of published configs that are not powers of two (so no round number)."""
@@ -41,7 +47,7 @@ def shape_numbers() -> frozenset[int]:
         cfg = published.model_config(name)
         for key in SHAPE_FIELDS:
             v = cfg.get(key)
-            if isinstance(v, int) and v >= 1000 and v & (v - 1):
+            if isinstance(v, int) and v >= 1000 and not _round(v):
                 out.add(v)
     return frozenset(out)
 

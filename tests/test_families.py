@@ -52,9 +52,24 @@ format itself is checked against transformers' quantized model in test_formats_m
 MADE_UP = [p for p in example_configs() if p.stem not in PUBLISHED and p.stem not in QUANTIZED_COPIES]
 
 
+def unquantized(cfg: dict) -> dict:
+    """``cfg`` without its ``quantization_config`` (in its text config too)."""
+    cfg = json.loads(json.dumps(cfg))
+    cfg.pop("quantization_config", None)
+    if isinstance(cfg.get("text_config"), dict):
+        cfg["text_config"].pop("quantization_config", None)
+    return cfg
+
+
 @pytest.mark.parametrize("path", MADE_UP, ids=lambda p: p.stem)
 def test_shipped_example_matches_transformers(path):
-    check_against_transformers(json.loads(path.read_text()), path.stem)
+    """A shipped config, unquantized as transformers builds it on the meta device; its
+    published format packs the same parameters (its bytes: test_formats_meta.py and
+    test_gathered_tables_and_formats.py)."""
+    cfg = json.loads(path.read_text())
+    check_against_transformers(unquantized(cfg), path.stem)
+    ours, plain = model_from_config(cfg, path.stem)[0], model_from_config(unquantized(cfg), path.stem)[0]
+    assert costs.parameters(ours) == costs.parameters(plain)
 
 
 @pytest.mark.parametrize(("shipped", "tested"), QUANTIZED_COPIES.items())

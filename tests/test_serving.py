@@ -67,7 +67,10 @@ def test_a_batch_prompt_pass_reads_the_weights_once():
     one, eight = costs.prefill_limits(m, H100, 512, 1), costs.prefill_limits(m, H100, 512, 8)
     assert eight[0] == pytest.approx(8 * one[0], rel=1e-12)  # arithmetic for every prompt
     w, c = costs.weight_bytes(m), costs.cache_bytes(m, 512)
-    assert (one[1], eight[1]) == ((w + c) / H100.bytes_per_s, (w + 8 * c) / H100.bytes_per_s)
+    row = m.layout.width * m.bytes_per_number  # a row of the untied input table
+    unread = [(m.layout.vocab - tokens) * row for tokens in (512, 8 * 512)]
+    assert (one[1], eight[1]) == ((w - unread[0] + c) / H100.bytes_per_s,
+                                  (w - unread[1] + 8 * c) / H100.bytes_per_s)
 
 
 # --- what fits, as vLLM sees it --------------------------------------------------------------
@@ -186,7 +189,7 @@ def test_dequantisation_counts_in_the_arithmetic():
     base = costs.arithmetic_time(m, H100, 1000, 4) * H100.flops_per_s
     assert costs.arithmetic_time(q, H100, 1000, 4) * H100.flops_per_s == pytest.approx(base + 2 * packed)
     fp8 = dataclasses.replace(m, weights=WEIGHT_FORMATS["fp8"])  # fp8 matrices at the fp8 rate
-    matrix = 4 * 2 * m.layout.active_parameters
+    matrix = 4 * 2 * stored.packed_numbers(fp8)  # the head stays 16-bit, at the 16-bit rate
     expect = (matrix / H100.fp8_flops_per_s + (base - matrix + stored.packed_numbers(fp8)) / H100.flops_per_s)
     assert costs.arithmetic_time(fp8, H100, 1000, 4) == pytest.approx(expect, rel=1e-12)
 

@@ -174,7 +174,15 @@ def _package_data(package: str) -> list[Path]:
     """The data files ``pyproject.toml`` declares for ``package`` (as the wheel has)."""
     pyproject = tomllib.loads((LIB.parent / "pyproject.toml").read_text())
     globs = pyproject["tool"]["setuptools"].get("package-data", {}).get(package, [])
-    return sorted(p for g in globs for p in (LIB / package).glob(g) if p.is_file())
+    found = (p for g in globs for p in (LIB / package).glob(g) if p.is_file())
+    return sorted(p for p in found
+                  if p.parent.relative_to(LIB).as_posix() not in PAGE_LEAVES_OUT)
+
+
+PAGE_LEAVES_OUT = ("published/measured", "transformer_calculator/measured_runs/data")
+"""Data folders the page's zip leaves out: the tables of measured runs and their stored
+check, which only the ``check`` command and the appendix read (the page never runs
+them)."""
 
 
 def bundle(modules: dict[str, str]) -> tuple[bytes, list[str]]:

@@ -18,8 +18,9 @@ _MIB = 2**20
 
 @dataclass(frozen=True)
 class ChipFacts:
-    """One published chip: dense 16-bit and 8-bit floating-point rates (operations a
-    second; None: no such arithmetic), memory bandwidth (bytes a second), the card's
+    """One published chip of an ``architecture`` (its maker's name for its
+    generation): dense 16-bit, 8-bit and 4-bit floating-point rates
+    (operations a second; None: no such arithmetic), memory bandwidth (bytes a second), the card's
     memory in GiB and the total the driver reports in MiB (None: no public figure),
     its link to its peers (a key of ``links``), how many chips that link joins, the
     network between machines, its board power in watts, the sources, and the figures
@@ -28,8 +29,10 @@ class ChipFacts:
     key: str
     name: str
     aliases: tuple[str, ...]
+    architecture: str
     bf16_flops_per_s: float
     fp8_flops_per_s: float | None
+    fp4_flops_per_s: float | None
     bytes_per_s: float
     memory_gib: float
     driver_memory_mib: int | None
@@ -71,8 +74,10 @@ def chips() -> tuple[ChipFacts, ...]:
             key=r["key"],
             name=r["name"],
             aliases=tuple(r["aliases"]),
+            architecture=r["architecture"],
             bf16_flops_per_s=r["bf16_flops"],
             fp8_flops_per_s=r["fp8_flops"],
+            fp4_flops_per_s=r["fp4_flops"],
             bytes_per_s=r["bytes_per_s"],
             memory_gib=r["memory_gib"],
             driver_memory_mib=r["driver_memory_mib"],

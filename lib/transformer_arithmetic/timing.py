@@ -61,9 +61,10 @@ def roofline_time(flops: float, nbytes: float, acc: Accelerator) -> float:
 
 def input_rows_bytes(m: ModelShape, rows: int) -> int:
     """Bytes of an untied input table that looking up ``rows`` rows reads: each row is
-    ``m.width`` numbers (a table shared with the output layer is read by that layer's
-    multiply, so its rows add nothing here)."""
-    rows = checked_whole("rows", rows)
+    ``m.width`` numbers, and no more than the table's ``m.vocab`` distinct rows (a table
+    shared with the output layer is read by that layer's multiply, so its rows add
+    nothing here)."""
+    rows = min(checked_whole("rows", rows), m.vocab)
     return 0 if m.tied_embeddings else rows * m.width * m.bytes_per_number
 
 

@@ -24,7 +24,12 @@ chip.
   splits would fit
 - ``report``, ``report_text``, ``cli``, ``cli_train``  the numbers for one model on one
   chip, and the command line (``python -m transformer_calculator report CONFIG.json``,
-  ``train``, ``chips``, ``configs``)
+  ``train``, ``check``, ``chips``, ``configs``)
+- ``estimate/``    what a real engine is expected to take beside each floor: each kernel
+  on its own roof at fractions of peak fitted to measured runs (stored as data)
+- ``measured_runs/``  the ``check`` command: measured runs written as options, their
+  floors, estimates and measurements, the shipped tables' conversion and the fit
+- ``engine_memory/``  the cache an engine leaves room for, as it sizes it (vLLM)
 
 It builds on the book's own formulas (``transformer_arithmetic``: the roofline, pair
 counts, units) and never hands them a layout: a plain decoder's layout agrees with those

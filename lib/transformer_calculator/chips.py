@@ -27,17 +27,20 @@ __all__ = [
     "chip",
     "derated",
     "matrix_flops_per_s",
+    "rate_for",
 ]
 
 
 @dataclass(frozen=True)
 class Chip(Accelerator):
-    """A published chip: its dense 16-bit rate (``flops_per_s``), its dense 8-bit
-    floating-point rate (None: no such arithmetic), its memory bandwidth and memory, its
+    """A published chip: its dense 16-bit rate (``flops_per_s``), its dense 8-bit and
+    4-bit floating-point rates (None: no such arithmetic), its memory bandwidth and
+    memory, its
     link to other chips (``interconnect``, at ``interconnect_bytes_per_s`` both ways
     together), and its published row (``facts``: every figure with its source)."""
 
     fp8_flops_per_s: float | None = None
+    fp4_flops_per_s: float | None = None
     interconnect: str = ""
     interconnect_bytes_per_s: float | None = None
     key: str = ""
@@ -56,6 +59,7 @@ def _chip(c: ChipFacts) -> Chip:
         memory_bytes=c.memory_bytes,
         name=c.name,
         fp8_flops_per_s=c.fp8_flops_per_s,
+        fp4_flops_per_s=c.fp4_flops_per_s,
         interconnect=link.name if link else "",
         interconnect_bytes_per_s=link.both_ways_bytes_per_s if link else None,
         key=c.key,
@@ -96,22 +100,32 @@ def derated(
         )
     )
     fp8 = base.fp8_flops_per_s * f if base.fp8_flops_per_s is not None else None
+    fp4 = base.fp4_flops_per_s * f if base.fp4_flops_per_s is not None else None
     return replace(
         base,
         flops_per_s=base.flops_per_s * f,
         bytes_per_s=base.bytes_per_s * m,
         fp8_flops_per_s=fp8,
+        fp4_flops_per_s=fp4,
         flops_efficiency=f,
         memory_efficiency=m,
     )
 
 
+def rate_for(acc: Accelerator, compute: str) -> float:
+    """Operations a second matrices of a format that multiplies at ``compute`` (``fp4``,
+    ``fp8`` or ``bf16``) reach on ``acc``: that rate where the chip has it, else the
+    16-bit rate (the narrow numbers are turned back into 16-bit ones first)."""
+    if compute not in ("fp4", "fp8", "bf16"):
+        raise ValueError(f"compute must be fp4, fp8 or bf16, got {compute!r}")
+    narrow = getattr(acc, f"{compute}_flops_per_s", None) if compute != "bf16" else None
+    return narrow if narrow is not None else acc.flops_per_s
+
+
 def matrix_flops_per_s(acc: Accelerator, fp8_weights: bool) -> float:
     """Operations a second the weight matrices multiply at on ``acc``: the 8-bit
     floating-point rate for fp8 weights on a chip that has one, else the 16-bit rate."""
-    if fp8_weights and isinstance(acc, Chip) and acc.fp8_flops_per_s is not None:
-        return acc.fp8_flops_per_s
-    return acc.flops_per_s
+    return rate_for(acc, "fp8" if fp8_weights else "bf16")
 
 
 ACCELERATOR_RANGES = ((1.0, 1e30), (1.0, 1e30), (1e-6, 1e12))

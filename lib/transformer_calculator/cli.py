@@ -19,16 +19,19 @@ from pathlib import Path
 
 from .chips import chip, chips, derated, parse_accelerator
 from .cli_splits import (add_serving_split, add_split_options, split_given,
-                         with_split_text)
+                         split_of, with_split_text)
 from .cli_train import UsageError, add_train_parser, run_train
 from .cli_values import choice, fraction, typed, whole, whole_list
 from .config import ROUTES, example_config_path, example_configs, read_config
 from .costs import cache_bytes_per_token, weight_bytes
-from .formats import CACHE_FORMATS, UNPACKED, WEIGHT_FORMATS
+from .formats import CACHE_FORMATS, UNPACKED, WEIGHT_FORMATS, ExpertsApart
+from .measured_runs.command import add_check_parser
 from .model import Model
 from .report import Request, format_report, report
 from .report_text import bytes_text
-from .serving import Serving
+from .serving import Serving, served
+from .estimate.report import serving_estimates, serving_lines
+from .report import BATCHES, LENGTHS
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line instead of argparse's usage block
@@ -37,6 +40,9 @@ class _Parser(argparse.ArgumentParser):
 
 WEIGHT_CHOICES = {"bf16": None, "fp16": None, **WEIGHT_FORMATS}
 """What ``--weights`` takes: a 16-bit cast, or a packed format."""
+
+ENGINE_CHOICES = {"vllm": None, "sglang": None, "trtllm": None}
+"""The serving engines whose measured runs the estimate is fitted to."""
 
 
 def add_chip_options(p: argparse.ArgumentParser) -> None:
@@ -145,6 +151,24 @@ def _report_parser(commands) -> None:
         help="tokens a cache block holds (default 16, as vLLM)",
     )
     rep.add_argument(
+        "--expert-weights",
+        type=typed(choice(WEIGHT_CHOICES)),
+        metavar="|".join(WEIGHT_CHOICES),
+        help="store the routed experts so (the rest as --weights says)",
+    )
+    rep.add_argument(
+        "--engine",
+        type=typed(choice(ENGINE_CHOICES)),
+        metavar="|".join(ENGINE_CHOICES),
+        help="the serving engine the estimate is fitted for (default: all of them)",
+    )
+    rep.add_argument(
+        "--engine-version",
+        metavar="V",
+        help="the engine's version (vLLM: how it sizes its cache, e.g. 0.6.4 or "
+        "0.19.0)",
+    )
+    rep.add_argument(
         "--json",
         action="store_true",
         help="print the numbers as JSON instead of a table",
@@ -167,6 +191,7 @@ def _parser() -> argparse.ArgumentParser:
         "chips", help="list the shipped chips and their figures"
     )
     listing.add_argument("--json", action="store_true", help="print them as JSON")
+    add_check_parser(commands)
     fam = commands.add_parser(
         "families",
         help="list every model type transformers builds and the route taken for it",
@@ -209,19 +234,35 @@ def load_model(text: str, route: str = "auto") -> tuple[Model, list[str]]:
 
 
 def apply_formats(
-    model: Model, notes: list[str], weights: str | None, cache: str | None
+    model: Model,
+    notes: list[str],
+    weights: str | None,
+    cache: str | None,
+    experts: str | None = None,
 ) -> Model:
-    """``model`` with the formats the flags name, each checked against its layout."""
+    """``model`` with the formats the flags name, each checked against its layout
+    (``experts``: the routed experts' own format, the rest as ``weights`` says)."""
     if weights in ("bf16", "fp16"):
         model = dataclasses.replace(model, bytes_per_number=2, weights=UNPACKED)
         notes.append(f"--weights {weights}: every number cast to 2 bytes")
     elif weights is not None:
         model = dataclasses.replace(model, weights=WEIGHT_FORMATS[weights])
         notes.append(f"--weights {weights}: {WEIGHT_FORMATS[weights].scheme}")
+    if experts is not None:
+        if not model.layout.has_experts:
+            raise UsageError("argument --expert-weights: this model has no experts")
+        own = UNPACKED if experts in ("bf16", "fp16") else WEIGHT_FORMATS[experts]
+        if own is UNPACKED and model.bytes_per_number != 2:
+            raise UsageError("argument --expert-weights: 16-bit experts in a model of "
+                             f"{model.bytes_per_number}-byte numbers (give --weights)")
+        model = dataclasses.replace(model, weights=ExpertsApart(own, model.weights))
+        scheme = "16-bit" if own is UNPACKED else WEIGHT_FORMATS[experts].scheme
+        notes.append(f"--expert-weights {experts}: the routed experts in {scheme}")
     if cache is not None:
         model = dataclasses.replace(model, cache=CACHE_FORMATS[cache])
     for flag, value, check in (
         ("--weights", weights, weight_bytes),
+        ("--expert-weights", experts, weight_bytes),
         ("--kv-dtype", cache, cache_bytes_per_token),
     ):
         if value is not None:
@@ -244,7 +285,11 @@ def _report(args: argparse.Namespace) -> str:
     if (args.prompt is None) != (args.answer is None):
         raise UsageError("arguments --prompt and --answer go together")
     model, notes = load_model(args.config, args.route)
-    model = apply_formats(model, notes, args.weights, args.kv_dtype)
+    model, note = served(model) if args.weights is None else (model, None)
+    notes += [note] if note else []
+    model = apply_formats(
+        model, notes, args.weights, args.kv_dtype, args.expert_weights
+    )
     engine = Serving(args.gpu_memory_utilization, args.block_size)
     kwargs: dict = {"engine": engine, "notes": notes}
     if args.context:
@@ -255,15 +300,27 @@ def _report(args: argparse.Namespace) -> str:
         kwargs["requests"] = [Request(args.prompt, args.answer)]
     chip = chip_of(args)
     result = report(model, chip, **kwargs)
+    split = None
     if split_given(args):
         try:
             result = add_serving_split(result, args, model, chip, engine,
                                        kwargs.get("requests", ()))
+            split = split_of(args, chip, args.dp)
         except ValueError as err:
             raise UsageError(str(err)) from None
+    if model.route == "layout" and result["weights_fit"]:  # the split's, if one
+        result["estimates"] = serving_estimates(
+            model, chip, split, args.context or (LENGTHS[1],),
+            kwargs.get("requests", ()), args.batch or BATCHES, args.engine,
+            args.engine_version)
     if args.json:
         return json.dumps(result, indent=2, allow_nan=False)
-    return with_split_text(format_report(result), result)
+    text = with_split_text(format_report(result), result)
+    if "estimates" in result:
+        head, _, tail = text.partition("\nAssumptions\n")
+        text = "\n".join([head.rstrip("\n"), *serving_lines(result["estimates"]), "",
+                          "Assumptions", tail])
+    return text
 
 
 def _chips(as_json: bool) -> str:
@@ -322,6 +379,10 @@ def main(argv: list[str] | None = None) -> int:
             text = _chips(args.json)
         elif args.command == "train":
             text = run_train(args, load_model, apply_formats, chip_of)
+        elif args.command == "check":
+            from .measured_runs.command import run_check
+
+            text = run_check(args)
         else:
             text = _report(args)
     except UsageError as err:

@@ -11,8 +11,9 @@ import math
 from .activations import RECOMPUTE
 from .cli_splits import split_assumptions, split_given, split_of
 from .matrices import matrices
+from .estimate.report import estimate_text, training_estimate
 from .report_text import bytes_text, seconds_text, table
-from .splits import chip_link, training_split
+from .splits import Split, chip_link, training_split
 from .splits.text import training_split_lines
 from .training import (
     ALL_LINEAR,
@@ -322,6 +323,8 @@ def run_train(args, load_model, apply_formats, chip_of) -> str:
     t = _training(args, model)
     chip = chip_of(args)
     result = train_report(model, chip, t, args.tokens, notes)
+    figures = result
+    split = Split(dp=args.devices, link=chip_link(chip))
     many = args.devices > 1 and chip_link(chip) is not None
     if split_given(args) or many:
         try:
@@ -334,6 +337,10 @@ def run_train(args, load_model, apply_formats, chip_of) -> str:
         result["assumptions"] = [
             a for a in result["assumptions"] if not a.startswith("time:")
         ] + [_SPLIT_TIME] + split_assumptions(split.overlap)
+    try:
+        result["estimate"] = training_estimate(model, chip, split, t, figures)
+    except ValueError:  # a format whose parts the estimate cannot price
+        result["estimate"] = None
     return (
         json.dumps(result, indent=2, allow_nan=False)
         if args.json
@@ -377,6 +384,8 @@ def format_train(r: dict) -> str:
         f"Tokens a second (all)       {r['tokens_per_s']:,.0f}",
         f"Model-flops utilisation     {r['model_flops_utilisation']:.1%} (against "
         f"{r['utilisation_against']})",
+        *([estimate_text(r["estimate"], "Tokens a second a chip      ")]
+          if r.get("estimate") else []),
         f"{t['tokens']:,} training tokens: {r['training_seconds'] / 86400:,.2f} days, "
         f"{r['chip_hours']:,.0f} chip-hours",
         "",

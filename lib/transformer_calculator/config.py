@@ -208,10 +208,12 @@ def _layout_notes(layout: Layout, bpn: int, cfg: dict) -> list[str]:
             "which is the figure used here"
         )
     if layout.float32_parameters:
+        what = "the normalisations" if layout.float32_norms else "the routers"
+        if layout.float32_norms and any(b.float32_parameters for b in layout.blocks):
+            what = "the routers and the normalisations"
         notes.append(
-            f"the routers ({layout.float32_parameters:,} numbers) are held in "
-            "float32, as transformers "
-            "builds them"
+            f"{what} ({layout.float32_parameters:,} numbers) are held in float32, as "
+            "transformers builds them"
         )
     mtp = cfg.get("num_nextn_predict_layers")
     if isinstance(mtp, int) and not isinstance(mtp, bool) and mtp > 0:

@@ -6,9 +6,11 @@ a window or a running summary is always counted as what it is, and over its form
 (``stored.py``): packed weights and a packed cache are counted at their own bytes, and
 turning them back into numbers adds its operations to every step. Time is the book's
 roofline (``transformer_arithmetic.timing.roofline_time``): a step takes the slower of
-its arithmetic and its reading, so a real chip is slower, never faster. On a chip with
-8-bit floating-point arithmetic, fp8 weights multiply at that rate; everything else
-runs at the 16-bit rate.
+its arithmetic and its reading, so a real chip is slower, never faster. Packed matrices
+multiply at their format's rate where the chip has it (fp8 weights at the 8-bit rate,
+nvfp4 at the 4-bit rate); everything else runs at the 16-bit rate. The tables a step
+gathers rows from (an untied input table, a learned position table) cost no operation,
+and a step reads only the rows its tokens pick.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from transformer_arithmetic.memory import memory_left
 from transformer_arithmetic.timing import roofline_time
 
 from . import stored
-from .chips import matrix_flops_per_s
+from .chips import rate_for
 from .model import Model
 
 __all__ = [
@@ -27,6 +29,7 @@ __all__ = [
     "active_parameters",
     "weight_bytes",
     "weight_bytes_read",
+    "multiplied_parameters",
     "cache_bytes_per_token",
     "cache_bytes_per_token_past_windows",
     "state_bytes",
@@ -69,11 +72,17 @@ def weight_bytes(model: Model) -> int:
 
 def weight_bytes_read(model: Model, tokens: int = 1) -> int:
     """Bytes of weights one step reads when it carries ``tokens`` tokens at once: every
-    weight for a dense model; for a mixture of experts, the experts those tokens are
-    expected to touch if each picks its experts at random (all of them in a large
-    batch)."""
+    matrix it multiplies by (for a mixture of experts, the experts those tokens are
+    expected to touch if each picks its experts at random: all of them in a large
+    batch), and one row a token of an untied input table."""
     tokens = checked_whole("tokens", tokens)
     return stored.read_bytes(model, tokens)
+
+
+def multiplied_parameters(model: Model) -> int:
+    """Numbers one token multiplies by: the active parameters but the tables it only
+    gathers a row from (an untied input table, a learned position table)."""
+    return model.layout.active_parameters - stored.gathered_numbers(model)
 
 
 def cache_bytes_per_token(model: Model) -> int:
@@ -131,7 +140,7 @@ def decode_flops(model: Model, context: int) -> int:
     context = checked_whole("context", context)
     layout = model.layout
     return (
-        2 * layout.active_parameters
+        2 * multiplied_parameters(model)
         + layout.decode_pair_flops(context)
         + layout.state_flops
     )
@@ -143,7 +152,7 @@ def prefill_flops(model: Model, tokens: int) -> int:
     token."""
     tokens = checked_whole("tokens", tokens)
     layout = model.layout
-    per_token = 2 * layout.active_parameters + layout.state_flops
+    per_token = 2 * multiplied_parameters(model) + layout.state_flops
     return per_token * tokens + layout.prefill_pair_flops(tokens)
 
 
@@ -151,9 +160,7 @@ def dequant_flops(model: Model, weight_tokens: int, cache_numbers: int) -> float
     """Operations a step spends turning packed numbers back into numbers: each packed
     weight it reads once (a step carrying ``weight_tokens`` tokens), and each of the
     ``cache_numbers`` cached numbers it reads or writes; 0 in the model's own format."""
-    weights = model.weights.dequant_ops * stored.packed_numbers_read(
-        model, weight_tokens
-    )
+    weights = stored.dequant_flops_read(model, weight_tokens)
     return weights + model.cache.dequant_ops * cache_numbers
 
 
@@ -162,18 +169,24 @@ def _cache_numbers(model: Model, tokens: int) -> int:
     return sum(b.cache_numbers_at(tokens) for b in model.layout.blocks)
 
 
-def _work(model: Model, acc: Accelerator, matrix: int, other: float) -> float:
-    """Operations at ``acc``'s 16-bit rate that take as long as ``matrix`` operations in
-    the weight matrices plus ``other`` operations elsewhere."""
-    rate = matrix_flops_per_s(acc, model.weights.fp8_compute)
-    if rate == acc.flops_per_s:
-        return matrix + other
-    return matrix * (acc.flops_per_s / rate) + other
+def _work(model: Model, acc: Accelerator, tokens: int, other: float) -> float:
+    """Operations at ``acc``'s 16-bit rate that take as long as ``tokens`` tokens'
+    multiplies by the weights (packed matrices at their format's rate) plus ``other``
+    operations elsewhere."""
+    matrix = 2 * tokens * multiplied_parameters(model)
+    packed = stored.active_packed_numbers(model)
+    for compute, numbers in packed.items():
+        rate = rate_for(acc, compute)
+        if rate != acc.flops_per_s:
+            ops = 2 * tokens * numbers
+            matrix += ops * (acc.flops_per_s / rate) - ops
+    return matrix + other
 
 
 def decode_bytes(model: Model, context: int, batch: int = 1) -> int:
     """Bytes one decode step reads for ``batch`` conversations of ``context`` tokens:
-    the weights the batch touches and each conversation's whole cache."""
+    the weights the batch touches (a row of a gathered table each) and each
+    conversation's whole cache."""
     batch = checked_whole("batch", batch, minimum=1)
     return weight_bytes_read(model, batch) + batch * cache_bytes(model, context)
 
@@ -182,7 +195,9 @@ def prefill_bytes(model: Model, tokens: int, batch: int = 1) -> int:
     """Bytes the pass over ``batch`` prompts of ``tokens`` each reads and writes: the
     weights their tokens touch, and the caches it writes."""
     batch = checked_whole("batch", batch, minimum=1)
-    return weight_bytes_read(model, batch * tokens) + batch * cache_bytes(model, tokens)
+    tokens = checked_whole("tokens", tokens)
+    weights = stored.read_bytes(model, batch * tokens, tokens)
+    return weights + batch * cache_bytes(model, tokens)
 
 
 def _decode_work(model: Model, acc: Accelerator, context: int, batch: int) -> float:
@@ -190,10 +205,9 @@ def _decode_work(model: Model, acc: Accelerator, context: int, batch: int) -> fl
     batch = checked_whole("batch", batch, minimum=1)
     context = checked_whole("context", context)
     layout = model.layout
-    matrix = batch * 2 * layout.active_parameters
     other = batch * (layout.decode_pair_flops(context) + layout.state_flops)
     other += dequant_flops(model, batch, batch * _cache_numbers(model, context))
-    return _work(model, acc, matrix, other)
+    return _work(model, acc, batch, other)
 
 
 def arithmetic_time(
@@ -226,10 +240,10 @@ def throughput(model: Model, acc: Accelerator, context: int, batch: int = 1) -> 
 def _prefill_work(model: Model, acc: Accelerator, tokens: int, batch: int) -> float:
     """The prompt pass's operations, at ``acc``'s 16-bit rate (see ``_work``)."""
     batch = checked_whole("batch", batch, minimum=1)
-    matrix = batch * tokens * 2 * model.layout.active_parameters
+    matrix = batch * tokens * 2 * multiplied_parameters(model)
     other = batch * prefill_flops(model, tokens) - matrix
     other += dequant_flops(model, batch * tokens, batch * _cache_numbers(model, tokens))
-    return _work(model, acc, matrix, other)
+    return _work(model, acc, batch * tokens, other)
 
 
 def prefill_limits(

@@ -93,7 +93,8 @@ class Experts(FeedForwardPart):
     ``shared`` is an expert every token uses (DeepSeek, Qwen2-MoE; None: no shared
     expert), ``shared_gate`` a learned scalar gate on it (Qwen2-MoE); ``router_float32``
     marks a router held in float32; ``router_extra`` counts numbers held beside the
-    router's weights (ERNIE-4.5's score-correction bias); ``tokens_from`` is the
+    router's weights (ERNIE-4.5's score-correction bias, gpt-oss's router bias);
+    ``bias``: each expert's matrices have biases (gpt-oss); ``tokens_from`` is the
     number of model copies whose tokens these experts serve (1 for a whole model; a
     device of an expert-parallel group spread over several copies, as attention data
     parallel spreads it, takes each copy's tokens: ``splits``)."""
@@ -107,11 +108,14 @@ class Experts(FeedForwardPart):
     router_float32: bool = False
     router_extra: int = 0
     tokens_from: int = 1
+    bias: bool = False
 
     @property
     def expert_parameters(self) -> int:
-        """Weights of one expert (gate, up and down matrices), a count."""
-        return 3 * self.width * self.inner
+        """Numbers of one expert (gate, up and down matrices and any biases), a
+        count."""
+        biases = _bias(self.bias, 2 * self.inner + self.width)
+        return 3 * self.width * self.inner + biases
 
     @property
     def router_parameters(self) -> int:

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 from transformer_arithmetic.memory import packed_bits_per_weight
 
+from .cache_formats import (CACHE_AS_MODEL, CACHE_FORMATS, CacheAsModel, CacheFormat,
+                            CachePacked)
 from .matrices import KEPT_BY_DEFAULT, ROLES, Matrix
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
     "Packed",
     "UNPACKED",
     "WEIGHT_FORMATS",
+    "ExpertsApart",
     "CacheFormat",
     "CacheAsModel",
     "CachePacked",
@@ -76,6 +79,11 @@ class WeightFormat(ABC):
     def describe(self) -> str:
         """One line for the report: bits, scales, what stays unpacked."""
 
+    def part(self, role: str) -> "Packed | None":
+        """The packed format matrices of ``role`` are stored in (None: the model's
+        own numbers)."""
+        return self if isinstance(self, Packed) and self.packs(role) else None
+
 
 @dataclass(frozen=True)
 class Unpacked(WeightFormat):
@@ -112,7 +120,8 @@ class Packed(WeightFormat):
     ``scale_size``; ``nested``: the scales themselves packed to ``scale_bits`` with one
     32-bit scale per ``nested`` of them (bitsandbytes' double quantisation; 0: none);
     ``index_bits`` per input row (GPTQ's group index); ``extra_bytes`` fixed per matrix
-    (look-up tables); ``kept``: roles left in the model's own format."""
+    (look-up tables); ``kept``: roles left in the model's own format; ``pads``: a last
+    group of inputs that does not fill is padded, as engines pad a split's share."""
 
     name: str
     bits: int
@@ -127,6 +136,8 @@ class Packed(WeightFormat):
     dequant: int = 2
     fp8: bool = False
     scheme: str = ""
+    fp4: bool = False
+    pads: bool = False
 
     def __post_init__(self) -> None:
         if self.bits not in (1, 2, 3, 4, 8, 16):
@@ -157,6 +168,8 @@ class Packed(WeightFormat):
         if self.scale_over == "row":
             return cols
         if self.scale_over == "group":
+            if rows % size and self.pads:  # the last group padded (a split's share)
+                return cols * math.ceil(rows / size)
             if rows % size:
                 raise ValueError(
                     f"{self.name}: groups of {size} inputs do not divide a {m.role} "
@@ -187,6 +200,12 @@ class Packed(WeightFormat):
     @property
     def fp8_compute(self) -> bool:
         return self.fp8
+
+    @property
+    def compute(self) -> str:
+        """The rate its matrices multiply at where the chip has it: ``fp4``, ``fp8`` or
+        ``bf16`` (the 16-bit rate, also where a chip lacks the narrower one)."""
+        return "fp4" if self.fp4 else "fp8" if self.fp8 else "bf16"
 
     @property
     def bits_per_weight(self) -> float | None:
@@ -270,106 +289,92 @@ WEIGHT_FORMATS: dict[str, Packed] = {
         scheme="bitsandbytes nf4: a 32-bit scale per 64 numbers, a 16-entry "
         "table a matrix",
     ),
+    "fp8-block": Packed(
+        "fp8 (e4m3), 128 x 128 blocks",
+        8,
+        "block",
+        128,
+        32,
+        dequant=1,
+        fp8=True,
+        scheme="fine-grained fp8 (DeepSeek-V3's): a 32-bit scale per 128 x 128 block, "
+        "activations scaled per token and 128 channels",
+    ),
+    "nvfp4": Packed(
+        "nvfp4 (e2m1)",
+        4,
+        "group",
+        16,
+        8,
+        extra_bytes=4,
+        dequant=1,
+        fp4=True,
+        scheme="NVIDIA's NVFP4: an 8-bit (e4m3) scale per 16 inputs and a 32-bit scale "
+        "a matrix, multiplied at the chip's 4-bit rate where it has one",
+        pads=True,
+    ),
+    "mxfp4": Packed(
+        "mxfp4 (e2m1)",
+        4,
+        "group",
+        32,
+        8,
+        dequant=1,
+        fp8=True,
+        scheme="OCP MX fp4: a power-of-two (e8m0) scale per 32 inputs, multiplied "
+        "at the chip's 8-bit rate with the activations in mxfp8",
+        pads=True,
+    ),
+    "int4-wo": Packed(
+        "int4, weight only",
+        4,
+        "group",
+        32,
+        16,
+        dequant=1,
+        scheme="symmetric int4 with a 16-bit scale per group of 32 inputs "
+        "(compressed-tensors pack-quantized), multiplied at the 16-bit rate",
+        pads=True,
+    ),
 }
-"""The packed formats ``--weights`` names (bf16 and fp16 cast every number instead)."""
-
-
-class CacheFormat(ABC):
-    """The contract of a cache format: bytes of one cached vector, fixed bytes a layer,
-    and the arithmetic of reading it back."""
-
-    name: str
-
-    @abstractmethod
-    def vector_bytes(self, length: int, bytes_per_number: int) -> int:
-        """Bytes of one cached vector of ``length`` numbers."""
-
-    @property
-    @abstractmethod
-    def layer_bytes(self) -> int:
-        """Fixed bytes each attention layer keeps for the format (its scales)."""
-
-    @property
-    @abstractmethod
-    def dequant_ops(self) -> int:
-        """Operations to read one cached number back."""
-
-    @abstractmethod
-    def describe(self) -> str:
-        """One phrase for the report."""
+"""The packed formats ``--weights`` names (bf16 and fp16 cast every number instead):
+int8, int4 (AWQ) and nf4 weight-only, fp8 per matrix and in blocks, NVIDIA's nvfp4, the
+OCP's mxfp4 and int4 weight-only in groups of 32."""
 
 
 @dataclass(frozen=True)
-class CacheAsModel(CacheFormat):
-    """Keys and values in the model's own format."""
+class ExpertsApart(WeightFormat):
+    """The routed experts' matrices in one format (``experts``) and every other matrix
+    in another (``rest``): serving engines often pack the two differently (gpt-oss's
+    mxfp4 experts beside 16-bit attention; DeepSeek's fp8 in blocks for experts and one
+    scale a matrix elsewhere)."""
 
-    name: str = "as the model"
-
-    def vector_bytes(self, length: int, bytes_per_number: int) -> int:
-        return length * bytes_per_number
-
-    @property
-    def layer_bytes(self) -> int:
-        return 0
+    experts: WeightFormat
+    rest: WeightFormat
 
     @property
-    def dequant_ops(self) -> int:
-        return 0
+    def name(self) -> str:
+        return f"experts {self.experts.name}, the rest {self.rest.name}"
 
-    def describe(self) -> str:
-        return "cache in the model's own format"
+    def _of(self, role: str) -> WeightFormat:
+        return self.experts if role == "experts" else self.rest
 
+    def packs(self, role: str) -> bool:
+        return self._of(role).packs(role)
 
-CACHE_AS_MODEL = CacheAsModel()
-"""The cache at the model's bytes a number."""
+    def matrix_bytes(self, m: Matrix) -> int:
+        return self._of(m.role).matrix_bytes(m)
 
-
-@dataclass(frozen=True)
-class CachePacked(CacheFormat):
-    """``bits`` a cached number, a scale of ``scale_bits`` and a zero point of
-    ``zero_bits`` per vector, and ``fixed`` bytes of scales a layer."""
-
-    name: str
-    bits: int
-    scale_bits: int = 0
-    zero_bits: int = 0
-    fixed: int = 0
-    dequant: int = 0
-
-    def vector_bytes(self, length: int, bytes_per_number: int) -> int:
-        if length * self.bits % 8:
-            raise ValueError(
-                f"a {self.name} cache packs {8 // self.bits} numbers a byte: a cached "
-                f"vector of {length} numbers does not fill whole bytes"
-            )
-        return (length * self.bits + self.scale_bits + self.zero_bits) // 8
-
-    @property
-    def layer_bytes(self) -> int:
-        return self.fixed
+    def part(self, role: str) -> "Packed | None":
+        return self._of(role).part(role)
 
     @property
     def dequant_ops(self) -> int:
-        return self.dequant
+        raise ValueError("experts and the rest are packed apart: ask each part")
+
+    @property
+    def fp8_compute(self) -> bool:
+        raise ValueError("experts and the rest are packed apart: ask each part")
 
     def describe(self) -> str:
-        scale = (
-            f", a {self.scale_bits}-bit scale and {self.zero_bits}-bit zero point "
-            "per head and token"
-            if self.scale_bits
-            else ""
-        )
-        fixed = f", {self.fixed} bytes of scales a layer" if self.fixed else ""
-        return f"cache in {self.name}: {self.bits} bits a number{scale}{fixed}"
-
-
-CACHE_FORMATS: dict[str, CachePacked] = {
-    "bf16": CachePacked("bf16", 16),
-    "fp16": CachePacked("fp16", 16),
-    "fp8": CachePacked("fp8 (e4m3)", 8, fixed=8, dequant=1),
-    "int8": CachePacked("int8", 8, scale_bits=16, zero_bits=16, dequant=2),
-    "int4": CachePacked("int4", 4, scale_bits=16, zero_bits=16, dequant=2),
-}
-"""The cache formats ``--kv-dtype`` names: fp8 keeps a 32-bit key scale and value scale
-a
-layer (as vLLM), int8 and int4 a 16-bit scale and zero point per head and token."""
+        return f"experts: {self.experts.describe()}; the rest: {self.rest.describe()}"

@@ -18,7 +18,7 @@ router weights are held in float32 (4 bytes) whatever the model's format.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property
 
 from transformer_arithmetic.search import first_true, last_true
@@ -103,7 +103,8 @@ class Layout:
     ``embedding_width`` differs from ``width`` only for OPT's small models, whose
     embeddings are narrower and projected in and out of the blocks (None: the same).
     ``head`` is False for a pipeline's first stage without the output head, whose one
-    table is the input table (``splits``)."""
+    table is the input table (``splits``).
+    ``float32_norms``: every normalisation is held in float32 (gpt-oss)."""
 
     vocab: int
     width: int
@@ -118,6 +119,14 @@ class Layout:
     head_bias: bool = False
     family: str = "decoder"
     head: bool = True
+    float32_norms: bool = False
+
+    def __hash__(self) -> int:  # a layout is hashed often (caches): once is enough
+        return self._hash
+
+    @cached_property
+    def _hash(self) -> int:
+        return hash(tuple(getattr(self, f.name) for f in fields(self)))
 
     # --- parameters -------------------------------------------------------------------
 
@@ -158,8 +167,14 @@ class Layout:
 
     @cached_property
     def float32_parameters(self) -> int:
-        """Numbers held in float32 whatever the model's format (DeepSeek's routers)."""
-        return sum(b.float32_parameters for b in self.blocks)
+        """Numbers held in float32 whatever the model's format (DeepSeek's routers,
+        gpt-oss's normalisations)."""
+        norms = (
+            sum(b.norms for b in self.blocks) + self.final_norm + self.embedding_norm
+            if self.float32_norms
+            else 0
+        )
+        return sum(b.float32_parameters for b in self.blocks) + norms
 
     @cached_property
     def has_experts(self) -> bool:

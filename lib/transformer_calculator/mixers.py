@@ -131,7 +131,8 @@ class Attention(Mixer):
     positions, itself included, so its cache keeps ``window - 1`` tokens (None: every
     position). ``stored_kv_heads``: key-value heads ``transformers`` keeps in its cache
     when it keeps more than the architecture needs (keys and values copied to every
-    query head; None: as many as the architecture)."""
+    query head; None: as many as the architecture). ``sinks``: one learned number a
+    query head that every row of scores also competes with (gpt-oss)."""
 
     width: int
     heads: int
@@ -142,6 +143,7 @@ class Attention(Mixer):
     qk_norm: int = 0
     window: int | None = None
     stored_kv_heads: int | None = None
+    sinks: bool = False
 
     @property
     def kind(self) -> MixerKind:
@@ -153,7 +155,7 @@ class Attention(Mixer):
         kv = self.kv_heads * self.head_dim
         weights = self.width * (q + 2 * kv) + q * self.width
         biases = _bias(self.qkv_bias, q + 2 * kv) + _bias(self.out_bias, self.width)
-        return weights + biases + self.qk_norm
+        return weights + biases + self.qk_norm + _bias(self.sinks, self.heads)
 
     @property
     def cache_numbers(self) -> int:

@@ -36,11 +36,12 @@ import re
 from .feedforward import Experts, FeedForward
 from .formats import Packed
 from .layout import Layout
-from .matrices import KEPT_BY_DEFAULT
+from .matrices import KEPT_BY_DEFAULT, ROLES
 
 __all__ = ["SCHEMES", "weight_format"]
 
-SCHEMES = ("gptq", "awq", "bitsandbytes", "fp8", "fbgemm_fp8", "compressed-tensors")
+SCHEMES = ("gptq", "awq", "bitsandbytes", "fp8", "fbgemm_fp8", "compressed-tensors",
+           "mxfp4")
 """The ``quant_method`` values read."""
 
 _KEPT_NAMES = {
@@ -73,8 +74,24 @@ def _field(qc: dict, key: str, kinds: tuple, default: object) -> object:
     return value
 
 
-def _skipped(qc: dict, keys: tuple[str, ...]) -> None:
-    """Check that every module the config leaves unquantized is a kept part."""
+_NORMS = ("norm", "layernorm", "e_score_correction_bias")
+"""Endings of module names a quantizer never converts anyway (normalisations, the
+router's score-correction bias): leaving them out changes nothing."""
+
+_DENSE_MLP = re.compile(
+    r"^\(?(gate|up|gate_up|down)(\|(gate|up|gate_up|down))*\)?_proj$"
+)
+"""A dense feed-forward layer's projections, one name or a regular expression's
+alternatives (``(gate|up|gate_up|down)_proj``)."""
+
+
+def _skipped(qc: dict, keys: tuple[str, ...], layout: Layout | None = None) -> tuple:
+    """Check that every module the config leaves unquantized is a part the count can
+    place, and return the roles it leaves in the model's format beyond the head, the
+    embeddings and the router: the attention (``self_attn``), and the feed-forward
+    parts (dense layers and shared experts named together, as Kimi-K2.5 does)."""
+    roles: set[str] = set()
+    ffn_parts: set[str] = set()
     for key in keys:
         entries = qc.get(key) or []
         if not isinstance(entries, list):
@@ -82,11 +99,50 @@ def _skipped(qc: dict, keys: tuple[str, ...]) -> None:
         for entry in entries:
             name = str(entry).removeprefix("re:")
             last = re.split(r"[.\\$^*]+", name.strip(".$^*\\"))[-1]
-            if last not in _KEPT_NAMES:
+            if last in _KEPT_NAMES or last.endswith(_NORMS):
+                continue
+            if last == "self_attn" and layout is not None:
+                roles.add("attention")
+            elif last in ("shared_experts", "shared_expert") and layout is not None:
+                ffn_parts.add("shared")
+            elif _DENSE_MLP.match(last) and "mlp" in name and "expert" not in name:
+                ffn_parts.add("dense")
+            else:
                 raise _refuse(
                     f"{key} entry {entry!r} leaves out a part this calculator cannot "
-                    "place (only the head, the embeddings and the router can be named)"
+                    "place (only the head, the embeddings, the router, the attention "
+                    "and, together, the dense and shared feed-forward parts can be "
+                    "named)"
                 )
+    if ffn_parts == {"dense", "shared"}:
+        roles.add("feed-forward")
+    elif ffn_parts:
+        raise _refuse(
+            "it leaves out the dense feed-forward layers or the shared experts but not "
+            "both, which share one role in this count"
+        )
+    return tuple(sorted(roles))
+
+
+def _mxfp4(qc: dict, bpn: int, layout: Layout) -> Packed:
+    if not layout.has_experts:
+        raise _refuse("mxfp4 packs a mixture of experts' matrices, and this model has "
+                      "no experts")
+    _skipped(qc, ("modules_to_not_convert",), layout)
+    kept = tuple(r for r in ROLES if r != "experts")
+    return Packed(
+        "mxfp4 (e2m1), experts only",
+        4,
+        "group",
+        32,
+        8,
+        dequant=1,
+        fp8=True,
+        kept=kept,
+        pads=True,
+        scheme="OCP MX fp4 (transformers' mxfp4): the experts' matrices only, a "
+        "power-of-two (e8m0) scale per 32 inputs",
+    )
 
 
 def _gptq(qc: dict, bpn: int) -> Packed:
@@ -240,7 +296,7 @@ def _fp8(qc: dict, bpn: int, method: str, layout: Layout) -> Packed:
     )
 
 
-def _compressed(qc: dict, bpn: int) -> Packed:
+def _compressed(qc: dict, bpn: int, layout: Layout) -> Packed:
     fmt = _field(qc, "format", (str,), "")
     readable = ("pack-quantized", "int-quantized", "float-quantized", "naive-quantized")
     if fmt not in readable:
@@ -252,7 +308,7 @@ def _compressed(qc: dict, bpn: int) -> Packed:
     w = group.get("weights") if isinstance(group, dict) else None
     if not isinstance(w, dict) or group.get("targets") != ["Linear"]:
         raise _refuse("compressed-tensors: one group of weights targeting Linear only")
-    _skipped(qc, ("ignore",))
+    left = _skipped(qc, ("ignore",), layout)
     bits = _field(w, "num_bits", (int,), 8)
     strategy = _field(w, "strategy", (str,), "tensor")
     size = _field(w, "group_size", (int,), 0)
@@ -287,6 +343,7 @@ def _compressed(qc: dict, bpn: int) -> Packed:
         extra_bytes=extra,
         dequant=1 if symmetric else 2,
         fp8=is_float and bits == 8,
+        kept=KEPT_BY_DEFAULT + left,
         scheme=f"compressed-tensors {fmt}",
     )
 
@@ -323,4 +380,6 @@ def weight_format(qc: object, bytes_per_number: int, layout: Layout) -> Packed:
         return _bitsandbytes(qc, bytes_per_number, experts)
     if method in ("fp8", "fbgemm_fp8"):
         return _fp8(qc, bytes_per_number, method, layout)
-    return _compressed(qc, bytes_per_number)
+    if method == "mxfp4":
+        return _mxfp4(qc, bytes_per_number, layout)
+    return _compressed(qc, bytes_per_number, layout)

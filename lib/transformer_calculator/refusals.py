@@ -225,7 +225,10 @@ def language_model(cfg: dict) -> tuple[dict, str] | None:
             "text_config to count its language model from"
         )
     text = dict(text)
-    text_type = text.get("model_type") or found.get("text")
+    own = text.get("model_type")
+    text_type = own or found.get("text")
+    if isinstance(own, str) and kind(own) is None and found.get("text"):
+        text_type = found["text"]  # transformers builds text_config as its own class
     if not isinstance(text_type, str) or kind(text_type) != "decoder":
         raise ValueError(
             f"model_type {model_type!r} is {KINDS[found['kind']]}, and its language "
@@ -249,4 +252,7 @@ def language_model(cfg: dict) -> tuple[dict, str] | None:
         f"language model alone, from text_config (model_type {text_type!r}); the "
         "towers and the projector that feeds them in are left out"
     )
+    if own != text_type and isinstance(own, str):
+        note += (f"; text_config names model_type {own!r}, which transformers does not "
+                 f"know: {model_type!r} builds it as {text_type!r}")
     return text, note

@@ -65,8 +65,10 @@ def timing_assumptions(r: dict) -> list[str]:
         ),
         "arithmetic: 2 operations a weight a token, 4 a channel for each pair a "
         "head attends to; packed numbers cost their dequantisation "
-        "(1 or 2 operations each time one is read); fp8 weights multiply at the "
-        "chip's fp8 rate where it has one, everything else at its 16-bit rate",
+        "(1 or 2 operations each time one is read); packed matrices multiply at "
+        "their format's rate where the chip has it (fp8 at its 8-bit rate, nvfp4 at "
+        "its 4-bit rate), everything else at its 16-bit rate; a step gathers one row "
+        "of an untied input table a token, with no arithmetic",
         "each conversation's wait is the whole decode step, which grows with the batch",
     ]
     if r["requests"]:

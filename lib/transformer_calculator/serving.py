@@ -19,6 +19,7 @@ comes out of that fraction; it is not counted here, so a real engine fits a litt
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -30,6 +31,7 @@ from .model import Model
 
 __all__ = [
     "Serving",
+    "served",
     "VLLM_DEFAULTS",
     "usable_bytes",
     "weights_fit",
@@ -59,6 +61,18 @@ class Serving:
 
 VLLM_DEFAULTS = Serving()
 """vLLM's defaults: ``gpu_memory_utilization`` 0.9, ``block_size`` 16."""
+
+
+def served(model: Model) -> tuple[Model, str | None]:
+    """``model`` as a serving engine loads it with its default number type (vLLM's
+    ``--dtype auto``): a float32 config in 16 bits (bfloat16), anything else as it
+    is; and a note when that changes it."""
+    if model.bytes_per_number != 4:
+        return model, None
+    note = ("the config's numbers are float32 (or its file does not say): a serving "
+            "engine loads them in 16 bits (vLLM's --dtype auto: bfloat16), as counted "
+            "here")
+    return dataclasses.replace(model, bytes_per_number=2), note
 
 
 def usable_bytes(acc: Accelerator, serving: Serving) -> int:

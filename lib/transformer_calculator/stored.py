@@ -11,6 +11,7 @@ it packs (``formats.py``, ``matrices.py``).
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from transformer_arithmetic.search import last_true
 
@@ -26,6 +27,14 @@ __all__ = [
     "packed_numbers",
     "read_bytes",
     "packed_numbers_read",
+    "active_packed_numbers",
+    "dequant_flops_read",
+    "gathered_numbers",
+    "matrix_bytes",
+    "expert_kinds",
+    "one_expert",
+    "caching_kinds",
+    "tables",
     "cache_token_bytes",
     "cache_bytes",
     "cache_bytes_per_token",
@@ -36,10 +45,11 @@ __all__ = [
 ]
 
 
-def _packed(model: Model) -> list[Matrix]:
+@lru_cache(maxsize=512)
+def _packed(model: Model) -> tuple[Matrix, ...]:
     if isinstance(model.weights, Unpacked):
-        return []
-    return [m for m in matrices(model.layout) if model.weights.packs(m.role)]
+        return ()
+    return tuple(m for m in matrices(model.layout) if model.weights.packs(m.role))
 
 
 def packed_numbers(model: Model) -> int:
@@ -61,40 +71,132 @@ def weight_bytes(model: Model) -> int:
 
 
 def _expert_layers(model: Model) -> list[Experts]:
-    return [b.ffn for b in model.layout.blocks if isinstance(b.ffn, Experts)]
+    """Every expert layer's part, each as often as layers hold it."""
+    return [e for e, n in expert_kinds(model.layout) for _ in range(n)]
 
 
-def _one_expert(model: Model, e: Experts) -> tuple[int, int]:
+@lru_cache(maxsize=512)
+def expert_kinds(layout) -> tuple[tuple[Experts, int], ...]:
+    """Each distinct expert part of ``layout`` and how many layers hold it."""
+    kinds: dict[Experts, int] = {}
+    for b in layout.blocks:
+        if isinstance(b.ffn, Experts):
+            kinds[b.ffn] = kinds.get(b.ffn, 0) + 1
+    return tuple(kinds.items())
+
+
+@lru_cache(maxsize=2048)
+def one_expert(model: Model, e: Experts) -> tuple[int, int]:
     """(bytes, packed numbers) of one expert of ``e`` in the model's format."""
     if not model.weights.packs("experts"):
         return e.expert_parameters * model.bytes_per_number, 0
     ms = expert_matrices(e)
-    return sum(model.weights.matrix_bytes(m) for m in ms), sum(m.numbers for m in ms)
+    numbers = sum(m.numbers for m in ms)
+    biases = (e.expert_parameters - numbers) * model.bytes_per_number
+    return sum(model.weights.matrix_bytes(m) for m in ms) + biases, numbers
 
 
-def read_bytes(model: Model, tokens: int) -> int:
-    """Bytes of weights one step carrying ``tokens`` tokens reads: every weight for a
-    dense model; for experts, those the tokens are expected to touch (uniform
-    routing)."""
+def matrix_bytes(model: Model, m: Matrix) -> int:
+    """Bytes of ``m`` in the model's format (packed, or at the model's bytes)."""
+    fmt = model.weights.part(m.role)
+    if fmt is None:
+        return m.numbers * model.bytes_per_number
+    return fmt.matrix_bytes(m)
+
+
+@lru_cache(maxsize=512)
+def tables(model: Model) -> tuple[Matrix, ...]:
+    """The tables a step gathers rows from instead of multiplying by them: an untied
+    input table (a tied one is the head, multiplied whole) and a learned position
+    table (read off the layout itself, so a model counted from its tensors has them
+    too)."""
+    layout = model.layout
+    found = []
+    if (not layout.tied or not layout.head) and layout.vocab:  # a first stage's too
+        e = layout.embedding_width or layout.width
+        found.append(Matrix(layout.vocab, e, 1, "embeddings", "embed_tokens"))
+    if layout.positions:
+        found.append(
+            Matrix(layout.positions, layout.width, 1, "embeddings", "embed_positions")
+        )
+    return tuple(found)
+
+
+def gathered_numbers(model: Model) -> int:
+    """Numbers of the tables a step gathers rows from (no operation a number)."""
+    return sum(m.numbers for m in tables(model))
+
+
+def _unread_table_bytes(model: Model, tokens: int, positions: int) -> float:
+    """Bytes of the gathered tables a step does not touch: it reads one row of the
+    input table a token (at most every row) and one row of the position table a
+    distinct position."""
+    unread = 0.0
+    for m in tables(model):
+        rows = min(positions if m.name == "embed_positions" else tokens, m.rows)
+        unread += matrix_bytes(model, m) * (m.rows - rows) / m.rows
+    return unread
+
+
+def read_bytes(model: Model, tokens: int, positions: int | None = None) -> int:
+    """Bytes of weights one step carrying ``tokens`` tokens at ``positions`` distinct
+    positions (``tokens`` unless given) reads: every matrix it multiplies by (for
+    experts, those the tokens are expected to touch, routing uniform) and, of the
+    tables it gathers from, only the rows its tokens and positions pick."""
     total = weight_bytes(model)
-    untouched = 0.0
-    for e in _expert_layers(model):
+    untouched = _unread_table_bytes(
+        model, tokens, tokens if positions is None else positions
+    )
+    for e, n in expert_kinds(model.layout):
         idle = e.count - expected_distinct_experts(
             e.count, e.per_token, tokens * e.tokens_from
         )
-        untouched += idle * _one_expert(model, e)[0]
+        untouched += n * idle * one_expert(model, e)[0]
     return round(total - untouched)
+
+
+def active_packed_numbers(model: Model) -> dict[str, float]:
+    """Packed weights one token multiplies by, by the rate their format multiplies at
+    (``fp4``, ``fp8``, ``bf16``): every packed matrix outside the experts, and the
+    experts a token is routed to."""
+    out: dict[str, float] = {}
+    experts = expert_kinds(model.layout)
+    for m in _packed(model):
+        if m.role == "experts":
+            continue
+        key = model.weights.part(m.role).compute
+        out[key] = out.get(key, 0.0) + m.numbers
+    fmt = model.weights.part("experts")
+    if fmt is not None and experts:
+        chosen = sum(n * e.per_token * e.expert_parameters for e, n in experts)
+        out[fmt.compute] = out.get(fmt.compute, 0.0) + chosen
+    return out
+
+
+def dequant_flops_read(model: Model, tokens: int) -> float:
+    """Operations a step carrying ``tokens`` tokens spends turning the packed weights it
+    reads back into numbers (each one once a step, at its format's cost)."""
+    total = 0.0
+    for m in _packed(model):
+        if m.role != "experts":
+            total += model.weights.part(m.role).dequant_ops * m.numbers
+    fmt = model.weights.part("experts")
+    if fmt is not None:
+        for e, n in expert_kinds(model.layout):
+            touched = expected_distinct_experts(e.count, e.per_token, tokens)
+            total += n * fmt.dequant_ops * touched * one_expert(model, e)[1]
+    return total
 
 
 def packed_numbers_read(model: Model, tokens: int) -> float:
     """Packed weights one step carrying ``tokens`` tokens reads back (each is turned
     back into a number once a step)."""
     total = float(packed_numbers(model))
-    for e in _expert_layers(model):
+    for e, n in expert_kinds(model.layout):
         idle = e.count - expected_distinct_experts(
             e.count, e.per_token, tokens * e.tokens_from
         )
-        total -= idle * _one_expert(model, e)[1]
+        total -= n * idle * one_expert(model, e)[1]
     return total
 
 
@@ -136,11 +238,23 @@ def cache_bytes(model: Model, tokens: int, block_size: int = 1) -> int:
     if tokens == 0:
         return 0
     kv = 0
+    for mixer, per_token, layers in caching_kinds(model):
+        kept = math.ceil(mixer.kept_tokens(tokens) / block_size) * block_size
+        kv += layers * (kept * per_token + model.cache.layer_bytes)
+    return kv + model.layout.state_bytes(model.bytes_per_number)
+
+
+@lru_cache(maxsize=512)
+def caching_kinds(model: Model) -> tuple[tuple[object, int, int], ...]:
+    """Each distinct mixer that keeps a cache, the bytes a kept token adds to it, and
+    how many layers hold it."""
+    kinds: dict[object, list] = {}
     for b in model.layout.blocks:
         if b.mixer.cache_numbers:
-            kept = math.ceil(b.mixer.kept_tokens(tokens) / block_size) * block_size
-            kv += kept * cache_token_bytes(model, b) + model.cache.layer_bytes
-    return kv + model.layout.state_bytes(model.bytes_per_number)
+            if b.mixer not in kinds:
+                kinds[b.mixer] = [cache_token_bytes(model, b), 0]
+            kinds[b.mixer][1] += 1
+    return tuple((m, per, n) for m, (per, n) in kinds.items())
 
 
 def cache_bytes_per_token(model: Model) -> int:

@@ -45,12 +45,12 @@ class Family:
     - attention: ``kv_heads`` and ``head_dim`` (rules), ``qkv_bias`` and ``out_bias``,
     ``qk_norm``, ``windows`` (which layers see only recent positions), ``latent``
     (DeepSeek's compressed cache), ``stores_every_head`` (transformers' cache copies
-    keys and values out to every query head);
+    keys and values out to every query head), ``sinks`` (a learned number a head);
     - feed-forward: ``ffn_width`` (None: no feed-forward part), ``gated``, ``mlp_bias``,
       ``experts`` (which layers hold a mixture of experts);
     - ``mixers``: which layers are running summaries (Mamba) instead of attention;
     - normalisation: ``norm`` ("rms", "layer", "scale" or "fixed", or a rule),
-      ``norms_per_layer``, ``final_norm``, ``embedding_norm``;
+      ``norms_per_layer``, ``final_norm``, ``embedding_norm``, ``float32_norms``;
     - embeddings and head: ``positions`` (fields giving a learned position table's rows,
     with ``position_default`` and ``position_offset``), ``embedding_width`` (OPT's
     narrower embeddings), ``tied`` (the family's ``tie_word_embeddings`` default; None:
@@ -84,6 +84,8 @@ class Family:
     mixers: Mixers | None = None
     latent: bool = False
     stores_every_head: bool | Callable[[Reader], bool] = False
+    sinks: bool = False
+    float32_norms: bool = False
     refuse_if_true: Mapping[str, str] = field(default_factory=dict)
     no_count: tuple[str, ...] = ()
     summary: str = ""
@@ -148,6 +150,7 @@ class Family:
             head_bias=resolve(self.head_bias, r),
             family=self.title,
             norm_numbers=per_channel,
+            float32_norms=self.float32_norms,
             norm="LayerNorm without bias"
             if self.norm == "scale"
             else NORM_NAMES[per_channel],
@@ -200,6 +203,7 @@ class Family:
                 qk_norm=qk,
                 window=w,
                 stored_kv_heads=stored,
+                sinks=self.sinks,
             )
             for w in windows
         ]

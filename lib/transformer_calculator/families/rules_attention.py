@@ -197,6 +197,14 @@ def windows_alternating(r: Reader, layers: int) -> list[int | None]:
     )
 
 
+def windows_gpt_oss(r: Reader, layers: int) -> list[int | None]:
+    """gpt-oss (``GptOssConfig``): ``layer_types``, or else windowed and full layers
+    alternate, starting with a windowed one; ``sliding_window`` defaults to 128."""
+    return _windows_from_types(
+        r, layers, _window_size(r, 128), lambda i: (i + 1) % 2 == 1
+    )
+
+
 def windows_gemma3(r: Reader, layers: int) -> list[int | None]:
     """Gemma-3 (``Gemma3TextConfig``): ``layer_types``, or else every
     ``sliding_window_pattern``-th layer (default 6) is full and the others see the last

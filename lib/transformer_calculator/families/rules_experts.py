@@ -5,6 +5,7 @@ says in its docstring which ``transformers`` code it follows (``transformers``
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -49,6 +50,22 @@ def experts_every_layer(r: Reader, layers: int, width: int) -> list[Experts | No
         r.whole("intermediate_size"),
     )
     return [e] * layers
+
+
+def experts_gpt_oss(r: Reader, layers: int, width: int) -> list[Experts | None]:
+    """gpt-oss (``GptOssMLP``): every layer holds ``num_local_experts`` (default 128)
+    experts of ``intermediate_size``, ``num_experts_per_tok`` (default 4) a token, each
+    expert's matrices with biases, and a router with a bias (one number an expert)."""
+    e = _experts(
+        r,
+        width,
+        ("num_local_experts", "num_experts"),
+        128,
+        4,
+        r.whole("intermediate_size"),
+        bias=True,
+    )
+    return [dataclasses.replace(e, router_extra=e.count)] * layers
 
 
 def experts_granite_shared(r: Reader, layers: int, width: int) -> list[Experts | None]:

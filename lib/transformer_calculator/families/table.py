@@ -13,11 +13,13 @@ from .parts import Flag, QKNorm
 from .rules_attention import (
     head_dim_fixed, head_dim_from_field, head_dim_required, kv_all_heads, kv_falcon,
     kv_from_field, kv_multi_query_flag, kv_required, windows_all, windows_alternating,
-    windows_cohere2, windows_exaone4, windows_gemma3, windows_ministral, windows_olmo3,
+    windows_cohere2, windows_exaone4, windows_gemma3, windows_gpt_oss,
+    windows_ministral, windows_olmo3,
     windows_qwen2, windows_qwen2_moe, windows_qwen3_moe, windows_smollm3,
 )
 from .rules_experts import (
-    experts_deepseek, experts_ernie, experts_every_layer, experts_granite_shared,
+    experts_deepseek, experts_ernie, experts_every_layer, experts_gpt_oss,
+    experts_granite_shared,
     experts_jamba, experts_qwen,
 )
 from .rules_layers import (
@@ -164,6 +166,22 @@ FAMILIES: tuple[Family, ...] = (
     Family("DeepSeek-V3", ("deepseek_v3",), latent=True,
            experts=experts_deepseek(256, 8, 2048, 1, 3, False),
            summary="latent attention and experts with a shared expert"),
+    Family("gpt-oss", ("gpt_oss",), qkv_bias=Flag("attention_bias", True),
+           out_bias=Flag("attention_bias", True), sinks=True, float32_norms=True,
+           windows=windows_gpt_oss, experts=experts_gpt_oss,
+           no_count=("swiglu_limit", "swiglu_alpha", "experts_per_token",
+                     "initial_context_length"),
+           summary=("biases on every projection and expert, a learned sink a head, "
+                    "windowed and full layers alternating, experts in every layer, "
+                    "normalisations in float32")),
+    Family("MiniMax-M2", ("minimax_m2",), head_dim=head_dim_from_field(128),
+           qk_norm=QKNorm("every head"), experts=experts_every_layer,
+           no_count=("use_qk_norm", "qk_norm_type", "use_routing_bias", "use_mtp",
+                     "mtp_transformer_layers", "num_mtp_modules", "scoring_func",
+                     "rotary_dim", "partial_rotary_factor",
+                     "shared_intermediate_size"),
+           summary=("attention with its queries and keys normalised across every "
+                    "head, experts in every layer")),
     Family("Jamba", ("jamba",), kv_heads=kv_from_field(8), mixers=mixers_jamba,
            experts=experts_jamba,
            summary=("Mamba layers with an attention layer every few, experts every "

@@ -1,0 +1,4 @@
+"""Measured runs held against the calculator: a table of runs written as the
+calculator's own options (``runs``), the shipped tables turned into it
+(``conversion``), each run's floor, estimate and measurement (``check``), the fit of
+the estimate's fractions of peak (``fit``) and the summary by regime (``summary``)."""

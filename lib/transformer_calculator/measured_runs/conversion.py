@@ -1,0 +1,203 @@
+"""The two published tables of measured runs (``published/measured/``) written as the
+calculator's own options (``runs.py``), one run a row, in the tables' order.
+
+Serving (aiconfigurator's ``silicon_sample.csv``): each run's model (the shipped config
+of its checkpoint: NVIDIA's repackaged ones read as their base model in the format the
+run names), chip, engine and version, formats, split, concurrency and lengths. Where the
+table leaves something out, this states what is assumed:
+
+- the formats are the run's ``gemm_quant_mode`` (the attention and dense matrices) and
+  ``moe_quant_mode`` (the routed experts), except where the published checkpoint says
+  otherwise: gpt-oss's experts are mxfp4 beside 16-bit attention (the table writes
+  nvfp4 for both, even on chips without 4-bit arithmetic), Kimi-K2.5's routed experts
+  alone are int4 (the table writes int4 for both);
+- the cache is fp8 in every fp8 or fp4 run and in the model's format otherwise, as
+  aiconfigurator predicts them (the table does not say);
+- ``batch_size`` is the concurrency of one copy of the attention (the requests in
+  flight, a closed loop), the prompt ``isl`` and the answer ``osl`` tokens;
+- a disaggregated run is written as its decode workers (split and batch), with its
+  prompt workers' split beside it (``prefill_tp``, ``prefill_ep``); one without its
+  workers' counts cannot be written.
+
+Training (the Ultra-Scale Playbook): 8 H100s a node, sequences of 4,096, the shapes of
+nanotron's benchmark script (``playbook-*`` configs), ``MBS`` x ``GradAcc`` sequences a
+device a step in ``GradAcc`` micro-batches, ``DP`` data-parallel devices, float32
+gradients kept beside the 16-bit ones (nanotron's ``accumulate_grad_in_fp32``), and
+what was measured: tokens a second a GPU, MFU and the peak memory (GiB, rank 0).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import sys
+from importlib import resources
+
+from .runs import write_runs
+
+__all__ = [
+    "SERVING_TABLE", "TRAINING_TABLE", "MODELS", "NO_LAYOUT", "CHIPS", "FORMATS",
+    "serving_rows", "training_rows", "table_text", "main",
+]
+
+SERVING_TABLE = "aiconfigurator_silicon_sample.csv"
+TRAINING_TABLE = "ultrascale_playbook_training_runs.csv"
+
+MODELS = {
+    "deepseek-ai/DeepSeek-R1": "deepseek-r1",
+    "deepseek-ai/DeepSeek-V3": "deepseek-v3-fp8",
+    "nvidia/DeepSeek-R1-NVFP4": "deepseek-r1",
+    "nvidia/DeepSeek-V3.1-NVFP4": "deepseek-v3.1-nvfp4",
+    "MiniMaxAI/MiniMax-M2.5": "minimax-m2.5",
+    "openai/gpt-oss-120b": "gpt-oss-120b",
+    "meta-llama/Llama-3.1-70B": "llama-3.1-70b",
+    "meta-llama/Llama-3.1-8B-Instruct": "llama-3.1-8b",
+    "nvidia/Llama-3.1-8B-Instruct-FP8": "llama-3.1-8b",
+    "Qwen/Qwen3-32B": "qwen3-32b",
+    "nvidia/Qwen3-32B-NVFP4": "qwen3-32b",
+    "Qwen/Qwen3-235B-A22B-FP8": "qwen3-235b-a22b-fp8",
+    "moonshotai/Kimi-K2.5": "kimi-k2.5",
+}
+"""The shipped config each checkpoint of the serving table is read by (an Instruct
+model has its base model's sizes; NVIDIA's fp8 and nvfp4 copies, the sizes of the
+model they pack)."""
+
+NO_LAYOUT = {
+    "Qwen/Qwen3.5-397B-A17B": "Qwen3.5's linear-attention (Gated DeltaNet) layers have "
+    "no layout in this calculator yet",
+    "zhipuai/GLM-5": "GLM-5's sparse attention (a lightning indexer choosing the keys "
+    "each query reads) has no layout in this calculator yet",
+}
+"""Checkpoints whose layers the calculator cannot lay out, and why."""
+
+CHIPS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200",
+         "b300_sxm": "b300", "gb200": "gb200", "gb300": "gb300"}
+
+FORMATS = {"": "bf16", "bf16": "bf16", "fp8": "fp8", "fp8_block": "fp8-block",
+           "nvfp4": "nvfp4", "int4_wo": "int4-wo"}
+"""The table's quant modes as ``--weights`` names them."""
+
+_AS_PUBLISHED = {
+    "gpt-oss-120b": ("bf16", "mxfp4"),
+    "kimi-k2.5": ("bf16", "int4-wo"),
+}
+"""Checkpoints whose published formats the table writes otherwise: (the rest, the
+experts)."""
+
+DENSE = ("llama-3.1-70b", "llama-3.1-8b", "qwen3-32b")
+"""Shipped models of the serving table without experts."""
+
+
+def table_text(name: str) -> str:
+    """The text of one shipped table of measured runs."""
+    return (resources.files("published") / "measured" / name).read_text("utf-8")
+
+
+def _whole(text: str) -> int | None:
+    return int(text) if text.strip().isdigit() else None
+
+
+def _refused(base: dict, why: str) -> dict:
+    return {**base, "refused": why}
+
+
+def _split(r: dict, prefix: str, model: str) -> tuple[dict, str | None]:
+    """(tp, ep, attention_dp) of one engine of the run, or a reason it is not one."""
+    tp = _whole(r[f"{prefix}tp_size"]) or 1
+    adp = _whole(r[f"{prefix}attention_dp_size"]) or 1
+    moe_tp = _whole(r[f"{prefix}moe_tp_size"])
+    ep = _whole(r[f"{prefix}moe_ep_size"]) or 1
+    out = {"tp": str(tp), "attention_dp": str(adp)}
+    if model in DENSE:
+        return out, None
+    if moe_tp is None or moe_tp == 0:
+        moe_tp = tp * adp // ep
+    if moe_tp * ep != tp * adp:
+        return out, (f"the experts' split (moe tp {moe_tp} x ep {ep}) does not cover "
+                     f"the attention's tp {tp} x attention dp {adp}")
+    out["ep"] = str(ep)
+    return out, None
+
+
+def _serving_row(r: dict) -> dict:
+    base = {"id": r["id"], "command": "report"}
+    path = r["model_path"]
+    if path in NO_LAYOUT:
+        return _refused({**base, "model": path}, NO_LAYOUT[path])
+    model = MODELS[path]
+    weights = FORMATS[r["gemm_quant_mode"]]
+    experts = "" if model in DENSE else FORMATS[r["moe_quant_mode"]]
+    if model in _AS_PUBLISHED and r["precision"] in ("fp4", "int4"):
+        weights, experts = _AS_PUBLISHED[model]
+    row = {**base, "model": model, "chip": CHIPS[r["system"]], "weights": weights,
+           "expert_weights": experts,
+           "kv_dtype": "fp8" if r["precision"] in ("fp8", "fp4") else "",
+           "engine": r["backend"], "engine_version": r["backend_version"],
+           "prompt": r["isl"], "answer": r["osl"]}
+    if r["mode"] == "agg":
+        split, why = _split(r, "", model)
+        row.update(split, batch=r["batch_size"])
+    else:
+        if not r["decode_batch_size"]:
+            return _refused(row, "a disaggregated run without its workers' counts: "
+                            "each decode worker's batch is not known")
+        split, why = _split(r, "decode_", model)
+        prefill, why_prefill = _split(r, "prefill_", model)
+        why = why or why_prefill
+        row.update(split, batch=r["decode_batch_size"], prefill_tp=prefill["tp"],
+                   prefill_ep=prefill.get("ep", ""),
+                   prefill_attention_dp=prefill["attention_dp"])
+    row.update(measured_ttft_ms=r["silicon_ttft_ms"],
+               measured_tpot_ms=r["silicon_tpot_ms"])
+    return _refused(row, why) if why else row
+
+
+def serving_rows(text: str | None = None) -> list[dict]:
+    """Every run of the serving table (``text``, or the shipped one) as a row of
+    options, in its order (a run that cannot be written says why in ``refused``)."""
+    rows = csv.DictReader((text or table_text(SERVING_TABLE)).splitlines())
+    return [_serving_row(r) for r in rows]
+
+
+_SIZES = re.compile(r"^(\d+)B$")
+
+
+def training_rows(text: str | None = None) -> list[dict]:
+    """Every run of the playbook's table (``text``, or the shipped one) as a row of
+    ``train``'s options, in its order."""
+    out = []
+    table = csv.DictReader((text or table_text(TRAINING_TABLE)).splitlines())
+    for i, r in enumerate(table):
+        size = _SIZES.match(r["model"])
+        mbs, acc = int(r["MBS"]), int(r["GradAcc"])
+        done = r["MFU"] not in ("", "nan")
+        row = {
+            "id": f"playbook-{i + 1}-{r['model']}-n{r['Nodes']}", "command": "train",
+            "model": f"playbook-{size.group(1).lower()}b" if size else r["model"],
+            "chip": "h100-sxm", "seq_len": "4096", "batch": str(mbs * acc),
+            "micro_batches": str(acc), "tp": r["TP"], "pp": r["PP"],
+            "devices": r["DP"], "zero_stage": r["ZeRO"], "fp32_gradients": "true",
+            "measured_tokens_per_s_per_chip": r["tok/s/gpu"] if done else "",
+            "measured_mfu": f"{float(r['MFU']) / 100:.6g}" if done else "",
+            "measured_memory_gib": r["GPU memory"] if done else "",
+        }
+        if not done:
+            row["refused"] = ("not measured: the run did not finish (out of memory or "
+                              "failed)")
+        out.append(row)
+    return out
+
+
+def main(argv: list[str]) -> int:
+    """Print one shipped table as a table of runs: ``serving`` or ``training``."""
+    if argv not in (["serving"], ["training"]):
+        print("usage: python -m transformer_calculator.measured_runs.conversion "
+              "serving|training", file=sys.stderr)
+        return 2
+    rows = serving_rows() if argv == ["serving"] else training_rows()
+    sys.stdout.write(write_runs(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,376 @@
+"""The fit of the estimate's fractions of peak to the shipped measured runs, split by
+model: fitted on the runs of some models, the error and the intervals measured on the
+others (``HELD_OUT``). Run it to rewrite ``estimate/data/fractions.json``:
+
+    python -m transformer_calculator.measured_runs.fit
+
+Each value is found by coordinate descent on the mean absolute log error of the
+fitted runs' time between tokens and time to the first token (and, for training,
+tokens a second), every kernel's fraction of peak held at most 1. It is
+deterministic: the same runs give the same file, its values rounded to four
+significant figures. It needs numpy (the calculator itself does not).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..estimate.fractions import FRACTIONS_FILE, Fractions, Interval
+from ..estimate.serving import serving_parts
+from ..estimate.terms import Roof
+from ..estimate.training import training_parts
+from . import conversion, floors
+from .runs import read_runs, write_runs
+from .setup import serving_setup, training_setup
+
+__all__ = ["HELD_OUT", "FITTED", "START", "serving_cases", "training_cases", "fit",
+           "main"]
+
+HELD_OUT = ("deepseek-v3-fp8", "deepseek-v3.1-nvfp4", "llama-3.1-70b",
+            "qwen3-235b-a22b-fp8", "gpt-oss-120b", "playbook-3b", "playbook-80b")
+"""Models whose runs are held out of the fit: the error and the intervals are theirs.
+One of each pair of a family stays out (DeepSeek-V3 beside R1, Llama-3.1-70B beside
+8B, Qwen3-235B beside 32B, the playbook's 3B and 80B beside 1B and 8B), and gpt-oss
+whole."""
+
+START = {"compute": 1.6, "read": 1.25, "attention compute": 2.0, "attention read": 1.5,
+         "layer": 2e-5, "step": 1e-3, "latency": 1.0, "link": 1.5, "interference": 1.0,
+         "first token": 0.02, "first token layer": 2e-4, "queue": 0.3,
+         "queue power": 0.7, "disaggregated": 2.0,
+         "train compute": 2.0, "train read": 1.5, "train tp latency": 3.0,
+         "train tp link": 1.5, "train dp latency": 3.0, "train dp link": 1.0,
+         "train pp latency": 3.0, "train pp link": 1.5, "train layer": 1e-4,
+         "train fixed": 0.05}
+"""Where the descent starts, by the key's first part."""
+
+LOWEST = {"compute": 1.0, "read": 1.0, "attention compute": 1.0, "attention read": 1.0,
+          "train compute": 1.0, "train read": 1.0, "queue power": 0.0}
+"""Bounds below: a kernel never beats its roof (a fraction of peak at most 1)."""
+
+HIGHEST = {"queue power": 2.0}
+
+
+@dataclass
+class Case:
+    """One measured quantity of one run, as the fit sees it."""
+
+    run: str
+    model: str
+    quantity: str
+    measured: float
+    parts: object
+    regime: str
+    floor: float
+
+
+def _regime(quantity: str, engine: str) -> str:
+    names = {"tpot_ms": "time between tokens", "ttft_ms": "time to the first token",
+             "tokens_per_s_per_chip": "training tokens a second a chip"}
+    return f"{names[quantity]}, {engine}"
+
+
+def serving_cases() -> list[Case]:
+    """Every expressible serving run's two measured times."""
+    out = []
+    for run in read_runs(write_runs(conversion.serving_rows())):
+        if run.refused:
+            continue
+        try:
+            s = serving_setup(run)
+            b = floors.running_batch(s)
+            floor_tpot, floor_ttft = floors.tpot_floor(s, b), floors.ttft_floor(s)
+        except ValueError:
+            continue
+        p = serving_parts(s.stages, s.prefill_stages, s.chip, s.split, s.prefill_split,
+                          s.prompt, s.answer, b, s.engine, s.disaggregated,
+                          s.engine_version)
+        regime_engine = "disaggregated" if s.disaggregated else p.engine
+        for q, floor in (("tpot_ms", floor_tpot), ("ttft_ms", floor_ttft)):
+            out.append(Case(run.id, run.options["model"], q, run.measured[q] / 1e3, p,
+                            _regime(q, regime_engine), floor))
+    return out
+
+
+def training_cases() -> list[Case]:
+    """Every measured training run's tokens a second a chip."""
+    out = []
+    for run in read_runs(write_runs(conversion.training_rows())):
+        if run.refused or "tokens_per_s_per_chip" not in run.measured:
+            continue
+        try:
+            t = training_setup(run)
+            figures = floors.training_figures(t)
+        except ValueError:
+            continue
+        p = training_parts(t, figures)
+        out.append(Case(run.id, run.options["model"], "tokens_per_s_per_chip",
+                        run.measured["tokens_per_s_per_chip"], p,
+                        _regime("tokens_per_s_per_chip", "any"), p.floor))
+    return out
+
+
+class Vectors:
+    """The cases' terms as arrays, so that one set of values prices every case at
+    once: each roof's arithmetic and reading with the index of its two values, each
+    count with the index of its value, by the case they belong to."""
+
+    def __init__(self, groups: list[list], keys: dict[str, int], engines: list[str]):
+        roofs, counts = [], []
+        for i, (terms, engine) in enumerate(zip(groups, engines)):
+            for t in terms:
+                if isinstance(t, Roof):
+                    roofs.append((i, t.arith_s, t.read_s, _key(keys, t.arith_key),
+                                  _key(keys, t.read_key)))
+                else:
+                    k = t.key.replace("{engine}", engine)
+                    counts.append((i, t.value, _key(keys, k)))
+        self.n = len(groups)
+        r = np.array(roofs, dtype=float).reshape(-1, 5)
+        c = np.array(counts, dtype=float).reshape(-1, 3)
+        self.r_case, self.r_a, self.r_b = r[:, 0].astype(int), r[:, 1], r[:, 2]
+        self.r_ka, self.r_kb = r[:, 3].astype(int), r[:, 4].astype(int)
+        self.c_case, self.c_v = c[:, 0].astype(int), c[:, 1]
+        self.c_k = c[:, 2].astype(int)
+
+    def seconds(self, theta: np.ndarray) -> np.ndarray:
+        """Each case's seconds at the values ``theta``."""
+        roof = np.maximum(self.r_a * theta[self.r_ka], self.r_b * theta[self.r_kb])
+        out = np.bincount(self.r_case, roof, minlength=self.n)
+        counted = self.c_v * theta[self.c_k]
+        return out + np.bincount(self.c_case, counted, minlength=self.n)
+
+
+def _keys(keys: dict[str, int], pattern: str, engines: list[str]) -> np.ndarray:
+    """The index of ``pattern`` (an f-string of ``e``) for each case's engine."""
+    return np.array([_key(keys, pattern.replace("{e}", e)) for e in engines], dtype=int)
+
+
+def _key(keys: dict[str, int], key: str) -> int:
+    if key not in keys:
+        keys[key] = len(keys)
+    return keys[key]
+
+
+class Model:
+    """Every case priced by one vector of values, as ``estimate.serving`` and
+    ``estimate.training`` price them one at a time."""
+
+    def __init__(self, cases: list[Case]):
+        self.cases = cases
+        self.keys: dict[str, int] = {}
+        serving = [c for c in cases if c.quantity != "tokens_per_s_per_chip"]
+        parts = {id(c.parts): c.parts for c in serving}
+        self.parts = list(parts.values())
+        where = {pid: i for i, pid in enumerate(parts)}
+        engines = [p.engine for p in self.parts]
+        self.step = Vectors([list(p.step) for p in self.parts], self.keys, engines)
+        self.prefill = Vectors([list(p.prefill) for p in self.parts], self.keys,
+                               engines)
+        k = self.keys
+        self.k_interf = _keys(k, "interference:{e}", engines)
+        self.k_first = _keys(k, "first token:{e}", engines)
+        self.k_first_layer = np.array([_key(k, f"first token layer:{e}")
+                                       for e in engines], dtype=int)
+        self.layers = np.array([p.layers for p in self.parts], dtype=float)
+        self.k_queue = _keys(k, "queue:{e}", engines)
+        self.k_power = _keys(k, "queue power:{e}", engines)
+        self.k_dis = _keys(k, "disaggregated:{e}", engines)
+        self.running = np.array([p.running for p in self.parts], dtype=float)
+        self.batch = np.array([p.batch for p in self.parts], dtype=float)
+        self.answer = np.array([max(p.answer, 1) for p in self.parts], dtype=float)
+        self.dis = np.array([p.disaggregated for p in self.parts])
+        training = [c for c in cases if c.quantity == "tokens_per_s_per_chip"]
+        self.train_parts = [c.parts for c in training]
+        self.train = Vectors([list(p.terms[1:]) for p in self.train_parts], self.keys,
+                             ["any"] * len(training))
+        own = [p.terms[0] for p in self.train_parts]
+        self.t_a = np.array([o.arith_s for o in own])
+        self.t_b = np.array([o.read_s for o in own])
+        self.t_ka = np.array([_key(k, o.arith_key) for o in own], dtype=int)
+        self.t_kb = np.array([_key(k, o.read_key) for o in own], dtype=int)
+        self.t_bubble = np.array([p.bubble for p in self.train_parts])
+        self.t_tokens = np.array([p.tokens for p in self.train_parts])
+        self.index = np.array([where.get(id(c.parts), -1) for c in cases])
+        self.quantity = [c.quantity for c in cases]
+        self.measured = np.array([c.measured for c in cases])
+        self.train_index = np.cumsum([q == "tokens_per_s_per_chip" for q in
+                                      self.quantity]) - 1
+
+    def predict(self, theta: np.ndarray) -> np.ndarray:
+        """Every case's estimate (seconds, or tokens a second a chip)."""
+        step, prefill = self.step.seconds(theta), self.prefill.seconds(theta)
+        tpot = np.where(self.dis, step, step + theta[self.k_interf] * self.running
+                        / self.answer * prefill)
+        queue = theta[self.k_queue] * (self.running - 1) ** theta[self.k_power]
+        fixed = theta[self.k_first] + self.layers * theta[self.k_first_layer]
+        first = fixed + prefill * (1 + queue)
+        whole = first + self.answer * tpot
+        wait = np.where(self.batch > self.running,
+                        (self.batch / self.running - 1) * whole, 0.0)
+        ttft = np.where(self.dis, fixed + theta[self.k_dis] * prefill, first + wait)
+        out = np.empty(len(self.cases))
+        for i, q in enumerate(self.quantity):
+            if q == "tpot_ms":
+                out[i] = tpot[self.index[i]]
+            elif q == "ttft_ms":
+                out[i] = ttft[self.index[i]]
+        if len(self.train_parts):
+            own = np.maximum(self.t_a * theta[self.t_ka], self.t_b * theta[self.t_kb])
+            steps = own * (1 + self.t_bubble) + self.train.seconds(theta)
+            rate = self.t_tokens / steps
+            mask = np.array([q == "tokens_per_s_per_chip" for q in self.quantity])
+            out[mask] = rate[self.train_index[mask]]
+        return out
+
+
+def _first(key: str) -> str:
+    return key.split(":")[0]
+
+
+def _start(keys: dict[str, int]) -> np.ndarray:
+    return np.array([START[_first(k)] for k in sorted(keys, key=keys.get)])
+
+
+def _bounds(keys: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    order = sorted(keys, key=keys.get)
+    low = np.array([LOWEST.get(_first(k), 1e-9) for k in order])
+    high = np.array([HIGHEST.get(_first(k), 1e9) for k in order])
+    return low, high
+
+
+def _loss(pred: np.ndarray, measured: np.ndarray, mask: np.ndarray) -> float:
+    return float(np.mean(np.abs(np.log(pred[mask] / measured[mask]))))
+
+
+STEPS = (2.0, 1.4, 1.15, 1.05, 1.02)
+"""The factors each value is tried at, a sweep each, from coarse to fine."""
+
+
+def fit(model: Model, mask: np.ndarray, sweeps: int = 2) -> np.ndarray:
+    """The values that minimise the mean absolute log error over ``mask``'s cases."""
+    theta = _start(model.keys)
+    low, high = _bounds(model.keys)
+    best = _loss(model.predict(theta), model.measured, mask)
+    for factor in STEPS:
+        for _ in range(sweeps):
+            for j in range(len(theta)):
+                for f in (factor, 1 / factor):
+                    trial = theta.copy()
+                    trial[j] = min(max(trial[j] * f, low[j]), high[j])
+                    if trial[j] == theta[j]:
+                        continue
+                    loss = _loss(model.predict(trial), model.measured, mask)
+                    if loss < best:
+                        theta, best = trial, loss
+    return theta
+
+
+def _round(x: float) -> float:
+    """``x`` to four significant figures (the file's values)."""
+    return float(f"{x:.4g}")
+
+
+def _anys(values: dict[str, float]) -> dict[str, float]:
+    """Each key's ``any`` forms: the geometric mean of the fitted values it stands
+    for, in each place a part can be missing."""
+    groups: dict[str, list[float]] = {}
+    for key, v in values.items():
+        head, _, tail = key.partition(":")
+        parts = tail.split(":")
+        for i in range(len(parts)):
+            if parts[i] == "any":
+                continue
+            g = ":".join([head, *parts[:i], "any", *parts[i + 1:]])
+            groups.setdefault(g, []).append(v)
+    return {k: _round(math.exp(sum(map(math.log, v)) / len(v)))
+            for k, v in groups.items() if k not in values}
+
+
+SHARE = 0.8
+"""The share of measured runs each interval holds."""
+
+
+def intervals(cases: list[Case], pred: np.ndarray, held: np.ndarray) -> dict:
+    """For each regime (and each quantity's ``any``), the 10th and 90th percentiles of
+    measured over estimated among the held-out runs."""
+    by: dict[str, list[float]] = {}
+    for c, p, h in zip(cases, pred, held):
+        if h:
+            ratio = c.measured / p
+            by.setdefault(c.regime, []).append(ratio)
+            by.setdefault(c.regime.split(",")[0] + ", any", []).append(ratio)
+    out = {}
+    for regime, ratios in sorted(by.items()):
+        r = np.sort(np.array(ratios))
+        lo, hi = np.quantile(r, (1 - SHARE) / 2), np.quantile(r, (1 + SHARE) / 2)
+        out[regime] = {"low": _round(lo), "high": _round(hi), "share": SHARE,
+                       "runs": len(ratios)}
+    return out
+
+
+def _fit_part(cases: list[Case], sweeps: int) -> tuple[dict[str, float], np.ndarray]:
+    """The rounded values fitted to ``cases`` outside ``HELD_OUT``, and every case's
+    estimate with them."""
+    model = Model(cases)
+    held = np.array([c.model in HELD_OUT for c in cases])
+    theta = fit(model, ~held, sweeps)
+    order = sorted(model.keys, key=model.keys.get)
+    values = {k: _round(v) for k, v in zip(order, theta)}
+    return values, model.predict(np.array([values[k] for k in order]))
+
+
+def fitted(cases: list[Case] | None = None) -> tuple[dict, list[Case], np.ndarray]:
+    """The fractions file's content, the cases and every case's estimate: serving and
+    training fitted apart (they share no value)."""
+    cases = cases if cases is not None else serving_cases() + training_cases()
+    serving = [c for c in cases if c.quantity != "tokens_per_s_per_chip"]
+    training = [c for c in cases if c.quantity == "tokens_per_s_per_chip"]
+    values, pred = {}, []
+    for part, sweeps in ((serving, 2), (training, 3)):
+        if part:
+            v, p = _fit_part(part, sweeps)
+            values.update(v)
+            pred.append(p)
+    cases = serving + training
+    pred = np.concatenate(pred)
+    held = np.array([c.model in HELD_OUT for c in cases])
+    values.update(_anys(values))
+    fitted_on = sorted({c.model for c, h in zip(cases, held) if not h})
+    data = {
+        "about": "Fitted by python -m transformer_calculator.measured_runs.fit on the "
+        "shipped measured runs (published/measured/): values as the estimate's keys "
+        "name them (estimate/fractions.py), intervals of measured over estimated for "
+        "the held-out models' runs",
+        "values": dict(sorted(values.items())),
+        "intervals": intervals(cases, pred, held),
+        "basis": {"fitted_on": fitted_on, "held_out": sorted(set(HELD_OUT)),
+                  "runs_fitted": int((~held).sum()), "runs_held_out": int(held.sum())},
+    }
+    return data, cases, pred
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Fit and write ``estimate/data/fractions.json``; print the held-out errors."""
+    data, cases, pred = fitted()
+    FRACTIONS_FILE.parent.mkdir(exist_ok=True)
+    FRACTIONS_FILE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    held = np.array([c.model in HELD_OUT for c in cases])
+    measured = np.array([c.measured for c in cases])
+    for q in ("tpot_ms", "ttft_ms", "tokens_per_s_per_chip"):
+        for name, m in (("fitted", ~held), ("held out", held)):
+            sel = np.array([c.quantity == q for c in cases]) & m
+            if sel.any():
+                err = np.abs(pred[sel] - measured[sel]) / measured[sel]
+                print(f"{q:<24} {name:<9} runs {int(sel.sum()):>5}  median abs error "
+                      f"{np.median(err):.1%}")
+    print(f"wrote {FRACTIONS_FILE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,56 @@
+"""The floors of a measured run: the least time (or the most tokens a second) the
+calculator's roofline allows, never an estimate.
+
+- time to the first token: the prompt's own pass, alone, on its devices (every other
+  request in flight only adds to it);
+- time between tokens: the mean decode step over the answer, at the run's batch (the
+  conversations whose caches fit at once, at most: an engine cannot run more), each
+  pipeline stage in turn; the collectives between devices are left out, since an
+  engine may hide them under the arithmetic;
+- training: the step ``train`` computes, its tokens a second a chip the most, and its
+  model-flops utilisation the most.
+"""
+
+from __future__ import annotations
+
+import math
+from ..serving import Serving, largest_batch, request_times
+from ..costs import prefill_time
+from ..splits import training_split
+from .setup import ServingSetup, TrainingSetup
+
+__all__ = ["running_batch", "tpot_floor", "ttft_floor", "training_figures"]
+
+WHOLE_MEMORY = Serving(memory_utilization=1.0, block_size=1)
+"""The engine at its most: every byte of the chip's memory for weights and cache."""
+
+
+def running_batch(s: ServingSetup) -> int:
+    """Conversations decoding at once: the run's batch, or as many whole conversations
+    (prompt and answer) as fit beside the weights on the fullest device, if fewer."""
+    tokens = s.prompt + s.answer
+    fit = min(largest_batch(st, s.chip, tokens, WHOLE_MEMORY) for st in s.stages)
+    if fit < 1:
+        raise ValueError(f"not one conversation of {tokens:,} tokens fits beside the "
+                         "weights on a device, by this count")
+    return fit if s.batch is None else min(s.batch, fit)
+
+
+def tpot_floor(s: ServingSetup, batch: int) -> float:
+    """Seconds of the mean decode step over the answer at ``batch`` conversations."""
+    return math.fsum(
+        request_times(st, s.chip, s.prompt, max(s.answer, 2), batch).mean_step
+        for st in s.stages
+    )
+
+
+def ttft_floor(s: ServingSetup) -> float:
+    """Seconds of the prompt's own pass on its devices."""
+    return math.fsum(prefill_time(st, s.chip, s.prompt, 1)
+                     for st in s.prefill_stages)
+
+
+def training_figures(t: TrainingSetup) -> dict:
+    """What ``train`` computes for the run: the step's memory, time, tokens a second
+    and utilisation (its time is the floor)."""
+    return training_split(t.model, t.chip, t.split, t.training, 10**9)

@@ -1,0 +1,88 @@
+"""The check of both shipped tables, stored as data for the appendix page
+(``data/results.json``): every expressed run's floor, estimate, interval and
+measurement for each quantity (rounded to six significant figures), whether its model
+was held out of the fit, the runs faster than their floor with their causes, the
+refusals counted by reason, and the summaries (every run, the held-out runs).
+
+    python -m transformer_calculator.measured_runs.results
+
+rewrites it; ``tests/test_measured_runs_slow.py`` checks that it is what the check
+gives now.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from .check import check_runs
+from .conversion import serving_rows, training_rows
+from .fit import HELD_OUT
+from .runs import read_runs, write_runs
+from .summary import QUANTITIES, summary
+
+__all__ = ["RESULTS_FILE", "results", "main"]
+
+RESULTS_FILE = Path(__file__).parent / "data" / "results.json"
+"""Where the stored check of the shipped tables lives."""
+
+FIELDS = ("floor", "estimate", "low", "high", "measured")
+
+
+def _six(x: float) -> float:
+    return float(f"{x:.6g}")
+
+
+def results() -> dict:
+    """The stored check's content."""
+    checked = {"serving": check_runs(read_runs(write_runs(serving_rows()))),
+               "training": check_runs(read_runs(write_runs(training_rows())))}
+    held = set(HELD_OUT)
+    out: dict = {"held_out": sorted(held), "columns": ["id", "model", "chip", "engine",
+                                                      "held_out", *FIELDS]}
+    for table, rows in checked.items():
+        per: dict[str, list] = {}
+        below = []
+        for r in rows:
+            for q in QUANTITIES:
+                f = r.get(q)
+                if isinstance(f, dict) and "measured" in f:
+                    per.setdefault(q, []).append(
+                        [r["id"], r["model"], r.get("chip"), r.get("engine"),
+                         r["model"] in held, *(_six(f[k]) for k in FIELDS)])
+                    if f.get("below_floor"):
+                        below.append({"id": r["id"], "model": r["model"], "quantity": q,
+                                      "floor": _six(f["floor"]),
+                                      "measured": _six(f["measured"]), "why": f["why"]})
+        out[table] = {"runs": per, "below_floor": below,
+                      "summary": _rounded(summary(rows)),
+                      "held_out_summary": _rounded(summary(rows, held))}
+    return out
+
+
+def _rounded(value):
+    if isinstance(value, float):
+        return _six(value)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value
+
+
+def text(data: dict) -> str:
+    """The file's text (one run a line, so that a change shows run by run)."""
+    return json.dumps(data, indent=0, separators=(",", ":")) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Check both shipped tables and write ``data/results.json``."""
+    RESULTS_FILE.parent.mkdir(exist_ok=True)
+    RESULTS_FILE.write_text(text(results()), encoding="utf-8")
+    print(f"wrote {RESULTS_FILE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,178 @@
+"""A run's options turned into what the calculator counts: its model as each device
+holds it, the chip, the split, the batch and the lengths (serving) or the training
+step (train); every option that cannot be taken is one line naming it."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..chips import Chip, chip
+from ..cli import WEIGHT_CHOICES, apply_formats, load_model
+from ..cli_train import UsageError
+from ..formats import CACHE_FORMATS
+from ..model import Model
+from ..serving import served
+from ..splits import Split, check_split, chip_link, stage_models
+from ..training import OPTIMIZERS, Training
+from .runs import Run
+
+__all__ = ["ServingSetup", "TrainingSetup", "serving_setup", "training_setup",
+           "ENGINES"]
+
+ENGINES = ("vllm", "sglang", "trtllm")
+"""Serving engines a run may name."""
+
+
+@dataclass(frozen=True)
+class ServingSetup:
+    """A serving run as counted: the ``model`` (its formats applied), its ``stages``
+    as a device of the split holds them, the prompt's devices (``prefill_stages``:
+    another split for a disaggregated run), the chip, the split, the concurrency of
+    one engine (``batch``), the prompt and answer tokens, the engine and its version,
+    and the notes."""
+
+    model: Model
+    stages: tuple[Model, ...]
+    prefill_stages: tuple[Model, ...]
+    chip: Chip
+    split: Split
+    prefill_split: Split
+    batch: int | None
+    prompt: int
+    answer: int
+    engine: str | None
+    engine_version: str | None
+    disaggregated: bool
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TrainingSetup:
+    """A training run as counted: the model, the chip, the step and the split."""
+
+    model: Model
+    chip: Chip
+    training: Training
+    split: Split
+    notes: tuple[str, ...]
+
+
+def _whole(run: Run, name: str, default: int | None = None, low: int = 1) -> int | None:
+    text = run.options.get(name)
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number, got {text!r}") from None
+    if value < low:
+        raise ValueError(f"{name} must be at least {low}, got {text!r}")
+    return value
+
+
+def _choice(run: Run, name: str, table) -> str | None:
+    text = run.options.get(name)
+    if text is None:
+        return None
+    if text.lower() not in table:
+        raise ValueError(f"{name} must be one of {', '.join(table)}, got {text!r}")
+    return text.lower()
+
+
+@lru_cache(maxsize=64)
+def _loaded(name: str) -> tuple[Model, tuple[str, ...]]:
+    model, notes = load_model(name)
+    return model, tuple(notes)
+
+
+@lru_cache(maxsize=256)
+def _formatted(name: str, weights, experts, cache,
+               serving: bool) -> tuple[Model, tuple]:
+    model, notes = _loaded(name)
+    notes = list(notes)
+    if serving:
+        model, note = served(model)
+        notes += [note] if note else []
+    try:
+        model = apply_formats(model, notes, weights, cache, experts)
+    except UsageError as err:
+        raise ValueError(str(err).removeprefix("argument --").replace("-", "_", 1))
+    return model, tuple(notes)
+
+
+@lru_cache(maxsize=1024)
+def _stages(model: Model, split: Split) -> tuple[Model, ...]:
+    return tuple(stage_models(model, split))
+
+
+def _chip(run: Run) -> Chip:
+    name = run.options.get("chip")
+    if name is None:
+        raise ValueError("chip is empty: a measured run names its chip")
+    return chip(name)
+
+
+def _split(run: Run, model: Model, c: Chip, tp: str, ep: str, dp: int) -> Split:
+    s = Split(tp=_whole(run, tp, 1), pp=_whole(run, "pp", 1), ep=_whole(run, ep, 1),
+              dp=dp, link=chip_link(c))
+    try:
+        check_split(model, s, c.facts.link_domain if c.facts else None)
+    except ValueError as err:
+        raise ValueError(str(err).removeprefix("argument ")) from None
+    return s
+
+
+def serving_setup(run: Run) -> ServingSetup:
+    """The serving run ``run`` as counted, or a ValueError naming the option that
+    cannot be taken."""
+    for name in ("attention_dp", "prefill_attention_dp"):
+        if (_whole(run, name, 1) or 1) > 1:
+            raise ValueError("attention data parallel is not expressible yet "
+                             f"({name} {run.options[name]})")
+    weights = _choice(run, "weights", WEIGHT_CHOICES)
+    experts = _choice(run, "expert_weights", WEIGHT_CHOICES)
+    cache = _choice(run, "kv_dtype", CACHE_FORMATS)
+    model, notes = _formatted(run.options["model"], weights, experts, cache, True)
+    c = _chip(run)
+    split = _split(run, model, c, "tp", "ep", _whole(run, "dp", 1))
+    disaggregated = "prefill_tp" in run.options
+    prefill = _split(run, model, c, "prefill_tp", "prefill_ep", 1) if disaggregated \
+        else split
+    engine = _choice(run, "engine", ENGINES)
+    prompt, answer = _whole(run, "prompt"), _whole(run, "answer")
+    if prompt is None or answer is None:
+        raise ValueError("prompt and answer are needed for a serving run's times")
+    return ServingSetup(
+        model=model, stages=_stages(model, split),
+        prefill_stages=_stages(model, prefill),
+        chip=c, split=split, prefill_split=prefill, batch=_whole(run, "batch"),
+        prompt=prompt, answer=answer, engine=engine,
+        engine_version=run.options.get("engine_version") or None,
+        disaggregated=disaggregated, notes=notes)
+
+
+def _flag(run: Run, name: str) -> bool:
+    text = run.options.get(name, "false").lower()
+    if text not in ("true", "false", "1", "0", "yes", "no"):
+        raise ValueError(f"{name} must be true or false, got {text!r}")
+    return text in ("true", "1", "yes")
+
+
+def training_setup(run: Run) -> TrainingSetup:
+    """The training run ``run`` as counted, or a ValueError naming the option that
+    cannot be taken."""
+    weights = _choice(run, "weights", WEIGHT_CHOICES)
+    model, notes = _formatted(run.options["model"], weights, None, None, False)
+    c = _chip(run)
+    devices = _whole(run, "devices", _whole(run, "dp", 1))
+    t = Training(
+        batch=_whole(run, "batch", 1), seq_len=_whole(run, "seq_len", 2048),
+        optimizer=_choice(run, "optimizer", OPTIMIZERS) or "adamw",
+        recompute=run.options.get("recompute", "selective"),
+        zero_stage=_whole(run, "zero_stage", 0, low=0), devices=devices,
+        fp32_gradients=_flag(run, "fp32_gradients"))
+    split = _split(run, model, c, "tp", "ep", devices)
+    split = dataclasses.replace(split, micro_batches=_whole(run, "micro_batches", 1))
+    return TrainingSetup(model=model, chip=c, training=t, split=split, notes=notes)
