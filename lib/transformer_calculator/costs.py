@@ -131,7 +131,7 @@ def decode_flops(model: Model, context: int) -> int:
     context = checked_whole("context", context)
     layout = model.layout
     return (
-        2 * layout.active_parameters
+        2 * layout.work_parameters
         + layout.decode_pair_flops(context)
         + layout.state_flops
     )
@@ -143,7 +143,7 @@ def prefill_flops(model: Model, tokens: int) -> int:
     token."""
     tokens = checked_whole("tokens", tokens)
     layout = model.layout
-    per_token = 2 * layout.active_parameters + layout.state_flops
+    per_token = 2 * layout.work_parameters + layout.state_flops
     return per_token * tokens + layout.prefill_pair_flops(tokens)
 
 
@@ -190,7 +190,7 @@ def _decode_work(model: Model, acc: Accelerator, context: int, batch: int) -> fl
     batch = checked_whole("batch", batch, minimum=1)
     context = checked_whole("context", context)
     layout = model.layout
-    matrix = batch * 2 * layout.active_parameters
+    matrix = batch * 2 * layout.work_parameters
     other = batch * (layout.decode_pair_flops(context) + layout.state_flops)
     other += dequant_flops(model, batch, batch * _cache_numbers(model, context))
     return _work(model, acc, matrix, other)
@@ -226,7 +226,7 @@ def throughput(model: Model, acc: Accelerator, context: int, batch: int = 1) -> 
 def _prefill_work(model: Model, acc: Accelerator, tokens: int, batch: int) -> float:
     """The prompt pass's operations, at ``acc``'s 16-bit rate (see ``_work``)."""
     batch = checked_whole("batch", batch, minimum=1)
-    matrix = batch * tokens * 2 * model.layout.active_parameters
+    matrix = batch * tokens * 2 * model.layout.work_parameters
     other = batch * prefill_flops(model, tokens) - matrix
     other += dequant_flops(model, batch * tokens, batch * _cache_numbers(model, tokens))
     return _work(model, acc, matrix, other)

@@ -75,13 +75,16 @@ def _one_expert(model: Model, e: Experts) -> tuple[int, int]:
 def read_bytes(model: Model, tokens: int) -> int:
     """Bytes of weights one step carrying ``tokens`` tokens reads: every weight for a
     dense model; for experts, those the tokens are expected to touch (uniform
-    routing)."""
+    routing); a looped layer's once a pass."""
     total = weight_bytes(model)
     untouched = 0.0
     for e in _expert_layers(model):
         idle = e.count - expected_distinct_experts(e.count, e.per_token, tokens)
         untouched += idle * _one_expert(model, e)[0]
-    return round(total - untouched)
+    again = sum(  # a looped layer's weights, read again on each later pass
+        (b.passes - 1) * b.parameters for b in model.layout.blocks
+    ) * model.bytes_per_number
+    return round(total - untouched) + again
 
 
 def packed_numbers_read(model: Model, tokens: int) -> float:

@@ -271,7 +271,7 @@ def step_work(model: Model, t: Training) -> StepWork:
     for the trainable numbers), any recomputation, and turning packed weights back into
     numbers once a pass."""
     n, b, layout = t.seq_len, t.batch, model.layout
-    base = 2 * layout.active_parameters * n  # one pass through the weights
+    base = 2 * layout.work_parameters * n  # one pass through the weights
     pairs = layout.prefill_pair_flops(n) + layout.state_flops * n
     adapters = 2 * lora_parameters(model, t.lora) * n if t.lora else 0
     full = t.recompute == "full"
