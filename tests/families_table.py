@@ -35,7 +35,13 @@ def per_token(cfg: dict) -> int | None:
 
 
 def kinds_agree(model, kinds) -> bool:
-    for block, (kind, window) in zip(model.layout.blocks, kinds, strict=True):
+    """Each layer of ``model`` keeps what transformers' cache layer of its kind keeps (a
+    model counted from a looped build, with fewer blocks than cache layers, agrees
+    when its blocks do)."""
+    blocks = model.layout.blocks
+    if model.route == "transformers" and len(blocks) != len(kinds):
+        return True
+    for block, (kind, window) in zip(blocks, kinds, strict=True):
         mixer = block.mixer
         if kind in ("sliding_attention", "chunked_attention"):
             if mixer.cache_cap != window - 1:
@@ -50,14 +56,21 @@ def kinds_agree(model, kinds) -> bool:
 
 
 def compare(cfg: dict, route: str, reference: dict | None = None) -> tuple[str, str, dict]:
-    """(outcome, detail, reference) for one form."""
+    """(outcome, detail, reference) for one form; ``reference`` is what transformers
+    built from an earlier form it reads as the same model."""
+    if reference and hf_config(cfg).to_dict() != reference["config"]:
+        return "WRONG", "transformers reads this form as another model", reference
     try:
         ours, _ = model_from_config(cfg, "x", route=route)
     except ValueError as err:
         return "refused", " ".join(str(err).split())[:150], reference or {}
-    if reference is None:
-        model = build(cfg)
-        reference = {**counts(model, per_token(cfg)), "kinds": layer_kinds(cfg)}
+    if not reference:
+        try:
+            model = build(cfg)
+        except Exception as err:  # noqa: BLE001 - a form transformers cannot build
+            return "unbuildable", " ".join(str(err).split())[:100], {}
+        reference = {**counts(model, per_token(cfg)), "kinds": layer_kinds(cfg),
+                     "config": hf_config(cfg).to_dict()}
     mine = {"parameters": costs.parameters(ours), "active": costs.active_parameters(ours),
             "weight_bytes": costs.weight_bytes(ours)}
     theirs = {k: reference[k] for k in mine}
@@ -65,8 +78,7 @@ def compare(cfg: dict, route: str, reference: dict | None = None) -> tuple[str, 
         return "WRONG", f"ours {mine} theirs {theirs}", reference
     if not kinds_agree(ours, reference["kinds"]):
         return "WRONG", "layer kinds differ", reference
-    reference["ours"] = (costs.parameters(ours), costs.cache_bytes_per_token(ours),
-                         costs.state_bytes(ours))
+    reference["model"] = ours
     return "exact", "", reference
 
 
@@ -97,34 +109,35 @@ def full_size(model_type: str) -> tuple[str, str, str]:
         theirs, _ = model_from_config(defaults_form(model_type), "x", route="transformers")
     except ValueError as err:
         return "refused: " + " ".join(str(err).split())[:90], "", ""
-    layout, bpn = theirs.layout, theirs.bytes_per_number
+    return sizes(theirs)
+
+
+def sizes(model) -> tuple[str, str, str]:
+    """(parameters, cache bytes a token as transformers keeps it, fixed state)."""
+    layout, bpn = model.layout, model.bytes_per_number
     per_token = layout.stored_cache_bytes(bpn, 2) - layout.stored_cache_bytes(bpn, 1)
-    return (f"{costs.parameters(theirs):,}", f"{per_token:,}", f"{costs.state_bytes(theirs):,}")
+    return (f"{costs.parameters(model):,}", f"{per_token:,}",
+            f"{costs.state_bytes(model):,}")
 
 
-def row(model_type: str) -> str:
+def row(model_type: str) -> tuple[str, list[str]]:
+    """The table's row for ``model_type``, and the outcome of each form."""
     native = model_type in LAYOUTS
     route = "layout" if native else "transformers"
-    out = []
+    out, outcomes = [], []
     reference = None
-    if native:
-        for form in (defaults_form, cut_form):
-            outcome, detail, reference = compare(form(model_type), route, reference)
-            out.append(f"{outcome} {detail}".strip())
-    else:
-        out += ["(the model transformers builds)"] * 2
+    for form in (defaults_form, cut_form):
+        outcome, detail, reference = compare(form(model_type), route, reference)
+        out.append(f"{outcome} {detail}".strip())
+        outcomes.append(outcome)
     outcome, detail = shrunk(model_type, route)
     out.append(f"{outcome} {detail}".strip())
-    theirs = full_size(model_type)
-    ours = (reference or {}).get("ours")
-    if native and ours:
-        mine = (f"{ours[0]:,}", f"{ours[1]:,}", f"{ours[2]:,}")
-    elif native:
-        mine = ("refused", "", "")
-    else:
-        mine = theirs
-    sizes = " | ".join(f"{a} / {b}" if a != b else a for a, b in zip(mine, theirs))
-    return f"| {model_type} | {route} | {' | '.join(out)} | {sizes} |"
+    outcomes.append(outcome)
+    ours = (reference or {}).get("model")
+    mine = sizes(ours) if ours is not None else ("refused", "", "")
+    theirs = full_size(model_type) if native else mine
+    cells = " | ".join(f"{a} / {b}" if a != b else a for a, b in zip(mine, theirs))
+    return f"| {model_type} | {route} | {' | '.join(out)} | {cells} |", outcomes
 
 
 def main(types: list[str]) -> None:
@@ -133,8 +146,14 @@ def main(types: list[str]) -> None:
           "| parameters, ours / transformers' | cache bytes a token (as transformers "
           "keeps it), ours / transformers' | fixed state bytes |")
     print("|---|---|---|---|---|---|---|---|")
+    tally: dict[str, int] = {}
     for model_type in types or catalog.decoders():
-        print(row(model_type), flush=True)
+        line, outcomes = row(model_type)
+        print(line, flush=True)
+        worst = ("WRONG" if "WRONG" in outcomes else "refused" if "refused" in outcomes
+                 else "unbuildable" if "unbuildable" in outcomes else "exact")
+        tally[worst] = tally.get(worst, 0) + 1
+    print("\n" + ", ".join(f"{n} {k}" for k, n in sorted(tally.items())))
 
 
 if __name__ == "__main__":

@@ -160,23 +160,25 @@ def layer_kinds(cfg: dict) -> list[tuple[str, int | None]]:
 
 
 def held_bytes(cache) -> int:
-    """Bytes of every floating-point tensor a transformers cache holds."""
-    total = 0
+    """Bytes of every floating-point tensor a transformers cache holds: its layers and
+    any other list it keeps (MiniMax's linear attention states), each tensor once."""
+    seen: set[int] = set()
 
-    def walk(value):
-        nonlocal total
+    def walk(value) -> int:
+        if id(value) in seen:
+            return 0
+        seen.add(id(value))
         if isinstance(value, torch.Tensor):
-            total += value.numel() * value.element_size() if value.is_floating_point() else 0
-        elif isinstance(value, dict):
-            for v in value.values():
-                walk(v)
-        elif isinstance(value, (list, tuple)):
-            for v in value:
-                walk(v)
+            return value.numel() * value.element_size() if value.is_floating_point() else 0
+        if isinstance(value, dict):
+            return sum(walk(v) for v in value.values())
+        if isinstance(value, (list, tuple)):
+            return sum(walk(v) for v in value)
+        if type(value).__module__.startswith("transformers.") and hasattr(value, "__dict__"):
+            return sum(walk(v) for k, v in vars(value).items() if k != "config")
+        return 0
 
-    for layer in cache.layers:
-        walk(vars(layer))
-    return total
+    return walk(cache)
 
 
 def real_cache(model: torch.nn.Module, tokens: int, vocab: int) -> tuple[int, int]:

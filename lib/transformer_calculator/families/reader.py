@@ -98,14 +98,18 @@ class Reader:
         return found[1]
 
     def layer_list(
-        self, name: str, layers: int, allowed: Sequence[str]
+        self,
+        name: str,
+        layers: int,
+        allowed: Sequence[str],
+        aliases: Sequence[str] = (),
     ) -> list[str] | None:
-        """A list of one layer kind per layer (e.g. ``layer_types``), or None when
-        absent."""
-        found = self.raw((name,))
+        """A list of one layer kind per layer (e.g. ``layer_types``, or one of
+        ``aliases``), or None when absent."""
+        found = self.raw((name, *aliases))
         if found is None:
             return None
-        value = found[1]
+        name, value = found
         if (
             not isinstance(value, list)
             or len(value) != layers

@@ -68,6 +68,18 @@ def experts_granite_shared(r: Reader, layers: int, width: int) -> list[Experts |
     return [e] * layers
 
 
+def experts_granite_hybrid(r: Reader, layers: int, width: int) -> list[Experts | None]:
+    """Granite 4.0 hybrid (``GraniteMoeHybridDecoderLayer``): with ``num_local_experts``
+    above 0, every layer holds that many experts of ``intermediate_size`` beside the
+    gated shared part of ``shared_intermediate_size`` every token uses; with 0, the
+    shared part alone is the layer's feed-forward part."""
+    count = r.whole("num_local_experts", "num_experts", default=8, minimum=0)
+    if count == 0:
+        r.read.update({"num_experts_per_tok", "intermediate_size"})
+        return [None] * layers
+    return experts_granite_shared(r, layers, width)
+
+
 def experts_ernie(r: Reader, layers: int, width: int) -> list[Experts | None]:
     """ERNIE-4.5-MoE (``Ernie4_5_MoeDecoderLayer``): layer i holds ``moe_num_experts``
     experts of ``moe_intermediate_size``, ``moe_k`` a token, when (i + 1) is a multiple

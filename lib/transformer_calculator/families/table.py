@@ -17,12 +17,13 @@ from .rules_attention import (
     windows_qwen2, windows_qwen2_moe, windows_qwen3_moe, windows_smollm3,
 )
 from .rules_experts import (
-    experts_deepseek, experts_ernie, experts_every_layer, experts_granite_shared,
-    experts_jamba, experts_qwen,
+    experts_deepseek, experts_ernie, experts_every_layer, experts_granite_hybrid,
+    experts_granite_shared, experts_jamba, experts_qwen,
 )
 from .rules_layers import (
-    final_norm_opt, mixers_bamba, mixers_jamba, mixers_mamba, mixers_mamba2, norm_opt,
-    norms_falcon, norms_parallel_flag, width_field, width_four_times,
+    final_norm_opt, mixers_bamba, mixers_granite_hybrid, mixers_jamba, mixers_mamba,
+    mixers_mamba2, norm_opt, norms_falcon, norms_parallel_flag, width_field,
+    width_four_times,
 )
 
 __all__ = ["FAMILIES", "GENERIC", "REFUSED_TYPES", "STRUCTURE_FIELDS"]
@@ -241,6 +242,12 @@ FAMILIES: tuple[Family, ...] = (
     Family("Granite-MoE-shared", ("granitemoeshared",), qkv_bias=_LLAMA_BIAS,
            out_bias=_LLAMA_BIAS, experts=experts_granite_shared,
            summary="Granite-MoE with a shared feed-forward part beside the experts"),
+    Family("Granite 4.0 hybrid", ("granitemoehybrid",), mixers=mixers_granite_hybrid,
+           head_dim=head_dim_from_field(), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
+           ffn_width=width_field("shared_intermediate_size"),
+           experts=experts_granite_hybrid, no_count=("position_embedding_type",),
+           summary=("Mamba-2 layers and attention layers as layer_types names them, "
+                    "experts beside a shared feed-forward part in every layer")),
     Family("PhiMoE", ("phimoe",), norm="layer", qkv_bias=_LLAMA_BIAS,
            out_bias=_LLAMA_BIAS, head_bias=Flag("lm_head_bias", False),
            windows=windows_all(None), experts=experts_every_layer,
