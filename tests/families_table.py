@@ -26,11 +26,15 @@ SHRUNK_LAYERS = 8
 
 
 def per_token(cfg: dict) -> int | None:
+    """Experts a token uses, as the config transformers makes from ``cfg`` says (DBRX
+    says it in its ``ffn_config``)."""
     config = hf_config(cfg).get_text_config(decoder=True)
-    for name in ("num_experts_per_tok", "moe_topk", "moe_k", "num_experts_per_token"):
-        value = getattr(config, name, None)
-        if isinstance(value, int) and value > 0:
-            return value
+    for source in (config, getattr(config, "ffn_config", None)):
+        for name in ("num_experts_per_tok", "moe_topk", "moe_k", "num_experts_per_token",
+                     "moe_top_k"):
+            value = getattr(source, name, None)
+            if isinstance(value, int) and value > 0:
+                return value
     return None
 
 

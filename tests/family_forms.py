@@ -140,14 +140,22 @@ def build(cfg: dict, device: str = "meta") -> torch.nn.Module:
 
 def counts(model: torch.nn.Module, per_token: int | None) -> dict:
     """Parameters (shared tensors once), their bytes, and the parameters one token uses
-    (each stacked expert tensor counts ``per_token`` of its experts)."""
+    (each tensor of a module called ``experts`` counts ``per_token`` of its experts: as
+    many as the module's ``num_experts``, or else its tensors' first dimension)."""
     unique = {id(p): (n, p) for n, p in model.named_parameters()}
+    experts = {name: getattr(m, "num_experts", None) for name, m in model.named_modules()
+               if name.split(".")[-1] == "experts"}
     params = sum(p.numel() for _, p in unique.values())
     active = 0
     for name, p in unique.values():
         parts = name.split(".")
-        routed = "experts" in parts[:-1] and per_token
-        active += p.numel() // p.shape[0] * per_token if routed else p.numel()
+        owner = next((".".join(parts[:k]) for k in range(len(parts) - 1, 0, -1)
+                      if ".".join(parts[:k]) in experts), None)
+        if owner is not None and per_token:
+            count = experts[owner] or p.shape[0]
+            active += p.numel() // count * per_token
+        else:
+            active += p.numel()
     return {"parameters": params, "active": active,
             "weight_bytes": sum(p.numel() * p.element_size() for _, p in unique.values())}
 

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import published
 
-from .catalog import TRANSFORMERS_VERSION, defaults, kind
+from .catalog import TRANSFORMERS_VERSION, defaults, kind, nested_defaults
 from .context import context_limit
 from .families import GENERIC, GPT2_NAMES, Family, Reader, family_for, short
 from .families.rules_layers import width_field
@@ -308,7 +308,8 @@ def _from_layout(cfg, name, family, model_type) -> tuple[Model, list[str]]:
             f"read as {family.title} ({model_type}), as transformers builds "
             f"it: {family.summary}"
         )
-    r = Reader(cfg, family.title, defaults(model_type) if known else {})
+    r = Reader(cfg, family.title, defaults(model_type) if known else {},
+               nested_defaults(model_type) if known else {})
     layout = family.build(r)
     bpn = _bytes_per_number(cfg, notes)
     model = Model(layout=layout, bytes_per_number=bpn, name=name)

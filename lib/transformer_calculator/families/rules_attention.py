@@ -40,6 +40,12 @@ def kv_multi_query_flag(r: Reader, heads: int) -> int:
     return 1 if r.flag("multi_query", True) else heads
 
 
+def kv_dbrx(r: Reader, heads: int) -> int:
+    """DBRX (``DbrxAttention``): ``attn_config.kv_n_heads`` key-value heads (default
+    1)."""
+    return r.sub("attn_config").whole("kv_n_heads")
+
+
 def kv_falcon(r: Reader, heads: int) -> int:
     """Falcon (``FalconAttention``): the new decoder architecture has ``num_kv_heads``
     (default: all heads); otherwise ``multi_query`` (default true) means one, and its

@@ -80,6 +80,23 @@ def experts_granite_hybrid(r: Reader, layers: int, width: int) -> list[Experts |
     return experts_granite_shared(r, layers, width)
 
 
+def experts_dbrx(r: Reader, layers: int, width: int) -> list[Experts | None]:
+    """DBRX (``DbrxFFN``): every layer holds ``ffn_config.moe_num_experts`` gated
+    experts of ``ffn_config.ffn_hidden_size``, ``ffn_config.moe_top_k`` a token, and a
+    router without bias."""
+    f = r.sub("ffn_config")
+    count = f.whole("moe_num_experts")
+    per_token = f.whole("moe_top_k")
+    if per_token > count:
+        raise ValueError(
+            f"config field ffn_config.moe_top_k={per_token} is more than the {count} "
+            "experts"
+        )
+    e = Experts(width=width, count=count, per_token=per_token,
+                inner=f.whole("ffn_hidden_size"))
+    return [e] * layers
+
+
 def experts_ernie(r: Reader, layers: int, width: int) -> list[Experts | None]:
     """ERNIE-4.5-MoE (``Ernie4_5_MoeDecoderLayer``): layer i holds ``moe_num_experts``
     experts of ``moe_intermediate_size``, ``moe_k`` a token, when (i + 1) is a multiple

@@ -11,13 +11,14 @@ from __future__ import annotations
 from .family import GPT2_NAMES, LLAMA_NAMES, Family
 from .parts import Flag, QKNorm
 from .rules_attention import (
-    head_dim_fixed, head_dim_from_field, head_dim_required, kv_all_heads, kv_falcon,
+    head_dim_fixed, head_dim_from_field, head_dim_required, kv_all_heads, kv_dbrx,
+    kv_falcon,
     kv_from_field, kv_multi_query_flag, kv_required, windows_all, windows_alternating,
     windows_cohere2, windows_exaone4, windows_gemma3, windows_ministral, windows_olmo3,
     windows_qwen2, windows_qwen2_moe, windows_qwen3_moe, windows_smollm3,
 )
 from .rules_experts import (
-    experts_deepseek, experts_ernie, experts_every_layer, experts_granite_hybrid,
+    experts_dbrx, experts_deepseek, experts_ernie, experts_every_layer, experts_granite_hybrid,
     experts_granite_shared, experts_jamba, experts_qwen,
 )
 from .rules_layers import (
@@ -248,6 +249,14 @@ FAMILIES: tuple[Family, ...] = (
            experts=experts_granite_hybrid, no_count=("position_embedding_type",),
            summary=("Mamba-2 layers and attention layers as layer_types names them, "
                     "experts beside a shared feed-forward part in every layer")),
+    Family("DBRX", ("dbrx",),
+           names={"layers": ("n_layers", "num_hidden_layers"),
+                  "width": ("d_model", "hidden_size"),
+                  "heads": ("n_heads", "num_attention_heads")},
+           kv_heads=kv_dbrx, head_dim=head_dim_fixed, norm="scale",
+           experts=experts_dbrx,
+           summary=("LayerNorms without bias, fused query-key-value projection, "
+                    "experts in every layer")),
     Family("PhiMoE", ("phimoe",), norm="layer", qkv_bias=_LLAMA_BIAS,
            out_bias=_LLAMA_BIAS, head_bias=Flag("lm_head_bias", False),
            windows=windows_all(None), experts=experts_every_layer,
