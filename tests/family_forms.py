@@ -189,11 +189,36 @@ def held_bytes(cache) -> int:
     return walk(cache)
 
 
+def kept_between_calls(model: torch.nn.Module) -> list:
+    """Tensors the model's modules keep as plain attributes between calls (neither
+    parameters nor buffers): RecurrentGemma's layers keep their cache so."""
+    kept = []
+    for m in model.modules():
+        own = {id(t) for t in (*m._parameters.values(), *m._buffers.values())}
+        kept += [v for v in vars(m).values()
+                 if isinstance(v, torch.Tensor) and id(v) not in own]
+    return kept
+
+
 def real_cache(model: torch.nn.Module, tokens: int, vocab: int) -> tuple[int, int]:
-    """Bytes the cache holds after a CPU prompt of ``tokens`` tokens and one more."""
+    """Bytes the cache holds after a CPU prompt of ``tokens`` tokens and one more: the
+    cache transformers returns (its ``past_key_values``, RWKV's ``state``, xLSTM's
+    ``cache_params``) and any tensor a module keeps between calls."""
     ids = torch.randint(0, vocab, (1, tokens + 1), generator=torch.Generator().manual_seed(0))
+
+    def held(out) -> tuple:
+        found = [getattr(out, name, None) for name in ("past_key_values", "state",
+                                                       "cache_params")]
+        return held_bytes([f for f in found if f is not None] + kept_between_calls(model))
+
+    def state(out) -> dict:
+        for name in ("past_key_values", "state", "cache_params"):
+            if getattr(out, name, None) is not None:
+                return {"cache" if name == "past_key_values" else name: getattr(out, name)}
+        return {}
+
     with torch.no_grad():
         out = model(input_ids=ids[:, :tokens], use_cache=True)
-        first = held_bytes(out.past_key_values)
-        out = model(input_ids=ids[:, tokens:], cache=out.past_key_values, use_cache=True)
-        return first, held_bytes(out.past_key_values)
+        first = held(out)
+        out = model(input_ids=ids[:, tokens:], use_cache=True, **state(out))
+        return first, held(out)

@@ -199,7 +199,13 @@ def _layout_notes(layout: Layout, bpn: int, cfg: dict) -> list[str]:
     parts."""
     notes = []
     stored = layout.stored_cache_bytes(bpn, 1) - layout.state_bytes(bpn)
-    if stored != layout.cache_bytes_per_token(bpn):
+    if stored == 0 < layout.cache_bytes_per_token(bpn):
+        notes.append(
+            "transformers keeps no cache for this family (each new token runs the "
+            "whole text again); a cache of its keys and values needs "
+            f"{layout.cache_bytes_per_token(bpn):,} bytes a token, the figure used here"
+        )
+    elif stored != layout.cache_bytes_per_token(bpn):
         notes.append(
             f"transformers' own cache holds {stored:,} bytes a token (keys "
             "and values copied out to "

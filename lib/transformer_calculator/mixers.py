@@ -130,8 +130,9 @@ class Attention(Mixer):
     normalisations (0 for none). ``window``: the layer looks only at the last ``window``
     positions, itself included, so its cache keeps ``window - 1`` tokens (None: every
     position). ``stored_kv_heads``: key-value heads ``transformers`` keeps in its cache
-    when it keeps more than the architecture needs (keys and values copied to every
-    query head; None: as many as the architecture)."""
+    when it keeps other than the architecture needs (keys and values copied to every
+    query head; 0: it keeps no cache and runs the whole text again for each token;
+    None: as many as the architecture)."""
 
     width: int
     heads: int
@@ -162,7 +163,8 @@ class Attention(Mixer):
 
     @property
     def stored_cache_numbers(self) -> int:
-        return 2 * (self.stored_kv_heads or self.kv_heads) * self.head_dim
+        stored = self.kv_heads if self.stored_kv_heads is None else self.stored_kv_heads
+        return 2 * stored * self.head_dim
 
     @property
     def cache_cap(self) -> int | None:

@@ -45,7 +45,8 @@ class Family:
     - attention: ``kv_heads`` and ``head_dim`` (rules), ``qkv_bias`` and ``out_bias``,
     ``qk_norm``, ``windows`` (which layers see only recent positions), ``latent``
     (DeepSeek's compressed cache), ``stores_every_head`` (transformers' cache copies
-    keys and values out to every query head);
+    keys and values out to every query head), ``keeps_no_cache`` (transformers keeps
+    none: it runs the whole text again for each token);
     - feed-forward: ``ffn_width`` (None: no feed-forward part), ``gated``, ``mlp_bias``,
       ``experts`` (which layers hold a mixture of experts);
     - ``mixers``: which layers are running summaries (Mamba) instead of attention;
@@ -84,6 +85,7 @@ class Family:
     mixers: Mixers | None = None
     latent: bool = False
     stores_every_head: bool | Callable[[Reader], bool] = False
+    keeps_no_cache: bool = False
     refuse_if_true: Mapping[str, str] = field(default_factory=dict)
     no_count: tuple[str, ...] = ()
     summary: str = ""
@@ -188,6 +190,7 @@ class Family:
         head_dim = self.head_dim(r, width, heads)
         qk = self.qk_norm.numbers(r, heads, kv, head_dim) if self.qk_norm else 0
         stored = heads if resolve(self.stores_every_head, r) and kv != heads else None
+        stored = 0 if self.keeps_no_cache else stored
         qkv_bias, out_bias = resolve(self.qkv_bias, r), resolve(self.out_bias, r)
         return [
             Attention(

@@ -131,6 +131,19 @@ FAMILIES: tuple[Family, ...] = (
            position_offset=2, embedding_width=("word_embed_proj_dim",), tied=True,
            summary=("LayerNorm blocks with biases and a learned position table of "
                     "max_position_embeddings + 2 rows")),
+    Family("GPT (OpenAI GPT-1)", ("openai-gpt",), names=GPT2_NAMES,
+           kv_heads=kv_all_heads, head_dim=head_dim_fixed, ffn_width=width_four_times,
+           gated=False, norm="layer", final_norm=False, qkv_bias=True, out_bias=True,
+           mlp_bias=True, positions=("n_positions",), tied=True, keeps_no_cache=True,
+           no_count=("afn",),
+           summary=("LayerNorms after attention and the feed-forward part, biases "
+                    "everywhere, a learned position table, no final norm")),
+    Family("BioGPT", ("biogpt",), kv_heads=kv_all_heads, head_dim=head_dim_fixed,
+           gated=False, norm="layer", qkv_bias=True, out_bias=True, mlp_bias=True,
+           positions=("max_position_embeddings",), position_offset=2, tied=True,
+           no_count=("scale_embedding", "layerdrop"),
+           summary=("LayerNorm blocks with biases and a learned position table of "
+                    "max_position_embeddings + 2 rows")),
     Family("StarCoder (GPT-BigCode)", ("gpt_bigcode",), names=GPT2_NAMES,
            kv_heads=kv_multi_query_flag, head_dim=head_dim_fixed,
            ffn_width=width_field("n_inner", four_times=True), gated=False, norm="layer",
