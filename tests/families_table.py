@@ -18,11 +18,14 @@ from family_forms import (build, counts, cut_form, defaults_form, hf_config, lay
 from transformer_calculator import catalog, costs
 from transformer_calculator.config import model_from_config
 from transformer_calculator.families import FAMILIES
-from transformer_calculator.mixers import MixerKind
+from transformer_calculator.measured import MeasuredMixer
+from transformer_calculator.mixers import Attention, LatentAttention, Mamba, Mamba2, MixerKind
 
 LAYOUTS = {t for f in FAMILIES for t in f.model_types}
 PROMPT = 8
 SHRUNK_LAYERS = 8
+LAYERED = (Attention, LatentAttention, Mamba, Mamba2, MeasuredMixer)
+"""Kinds of layer whose cache transformers keeps in a layered cache, by layer type."""
 
 
 def per_token(cfg: dict) -> int | None:
@@ -47,6 +50,8 @@ def kinds_agree(model, kinds) -> bool:
         return True
     for block, (kind, window) in zip(blocks, kinds, strict=True):
         mixer = block.mixer
+        if not isinstance(mixer, LAYERED):  # a kind transformers' cache layers do not hold
+            continue
         if kind in ("sliding_attention", "chunked_attention"):
             if mixer.cache_cap != window - 1:
                 return False

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from ..feedforward import Experts, FeedForward
+from ..feedforward import Experts, FeedForward, FeedForwardPart
 from ..layout import Block, Layout
 from ..mixers import Attention, LatentAttention
 from .parts import NORM_NAMES, NORM_NUMBERS, Flag, QKNorm, resolve
@@ -48,7 +48,8 @@ class Family:
     keys and values out to every query head), ``keeps_no_cache`` (transformers keeps
     none: it runs the whole text again for each token);
     - feed-forward: ``ffn_width`` (None: no feed-forward part), ``gated``, ``mlp_bias``,
-      ``experts`` (which layers hold a mixture of experts);
+      ``experts`` (which layers hold a mixture of experts), ``dense`` (a rule for a
+      feed-forward part of another kind, such as RWKV's channel mix);
     - ``mixers``: which layers are running summaries (Mamba) instead of attention;
     - normalisation: ``norm`` ("rms", "layer", "scale" or "fixed", or a rule),
       ``norms_per_layer``, ``final_norm``, ``embedding_norm``;
@@ -82,6 +83,7 @@ class Family:
     tied: bool | None = False
     windows: Windows | None = None
     experts: Ffns | None = None
+    dense: Callable[[Reader, int], FeedForwardPart] | None = None
     mixers: Mixers | None = None
     latent: bool = False
     stores_every_head: bool | Callable[[Reader], bool] = False
@@ -209,13 +211,15 @@ class Family:
 
     def _ffns(
         self, r: Reader, layers: int, width: int
-    ) -> list[FeedForward | Experts | None]:
+    ) -> list[FeedForwardPart | None]:
         if self.ffn_width is None:
             return [None] * layers
         experts = self.experts(r, layers, width) if self.experts else [None] * layers
         dense = None
         r.read.add("intermediate_size")  # the width of dense layers, when there are any
-        if any(e is None for e in experts):
+        if any(e is None for e in experts) and self.dense is not None:
+            dense = self.dense(r, width)
+        elif any(e is None for e in experts):
             dense = FeedForward(
                 width,
                 self.ffn_width(r, width),

@@ -21,6 +21,7 @@ from .rules_experts import (
     experts_dbrx, experts_deepseek, experts_ernie, experts_every_layer, experts_granite_hybrid,
     experts_granite_shared, experts_jamba, experts_qwen,
 )
+from .rules_recurrent import dense_rwkv, mixers_rwkv
 from .rules_layers import (
     final_norm_opt, mixers_bamba, mixers_granite_hybrid, mixers_jamba, mixers_mamba,
     mixers_mamba2, norm_opt, norms_falcon, norms_parallel_flag, width_field,
@@ -281,6 +282,11 @@ FAMILIES: tuple[Family, ...] = (
            norms_per_layer=1,
            summary=("Mamba layers only, with normalisations without trainable numbers "
                     "inside the mixer")),
+    Family("RWKV", ("rwkv",), mixers=mixers_rwkv, dense=dense_rwkv, norm="layer",
+           embedding_norm=True, no_count=("context_length", "rescale_every"),
+           summary=("RWKV-4 blocks: a time mix (a decaying sum of past values) and a "
+                    "channel mix, after LayerNorms; a LayerNorm after the "
+                    "embeddings")),
     Family("Mamba", ("mamba",), ffn_width=None, mixers=mixers_mamba, norms_per_layer=1,
            tied=True, summary="Mamba layers only: no attention, no feed-forward part"),
 )

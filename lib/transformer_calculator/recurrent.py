@@ -1,0 +1,99 @@
+"""Layers that carry a running summary other than Mamba's, as ``transformers`` builds
+them: each meets the ``Mixer`` contract (no cache that grows, a fixed state) or the
+``FeedForwardPart`` contract.
+
+- ``RwkvTimeMix`` and ``RwkvChannelMix``: RWKV-4's two halves of a block (a decaying
+  weighted sum of past values, and a feed-forward part that mixes in the previous
+  token);
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .feedforward import FeedForwardPart
+from .mixers import FixedState, Mixer, MixerKind
+
+__all__ = ["RwkvTimeMix", "RwkvChannelMix"]
+
+
+class _Summary(Mixer):
+    """What every running summary shares: no cache that grows, no pairs."""
+
+    @property
+    def kind(self) -> MixerKind:
+        return MixerKind.RUNNING_SUMMARY
+
+    @property
+    def cache_numbers(self) -> int:
+        return 0
+
+    @property
+    def cache_cap(self) -> int | None:
+        return 0
+
+    @property
+    def pair_flops(self) -> int:
+        return 0
+
+    def prompt_pairs(self, tokens: int) -> int:
+        return 0
+
+
+@dataclass(frozen=True)
+class RwkvTimeMix(_Summary):
+    """RWKV-4's time mix (``RwkvSelfAttention``): key, value and receptance
+    projections from ``width`` to ``inner`` channels and an output projection back, a
+    decay and a bonus per channel, and three token-shift mixing vectors.
+
+    Between tokens a layer holds the previous token's input to each half of the block
+    (``width`` numbers each, at the model's format) and, in float32, the running
+    numerator, denominator and largest exponent (``width`` numbers each: transformers
+    keeps them at the model's width)."""
+
+    width: int
+    inner: int
+
+    @property
+    def parameters(self) -> int:
+        return 4 * self.width * self.inner + 2 * self.inner + 3 * self.width
+
+    @property
+    def state(self) -> FixedState:
+        return FixedState(model_format=2 * self.width, float32=3 * self.width)
+
+    @property
+    def state_flops(self) -> int:
+        """Two multiply-adds for each of the numerator and denominator channels."""
+        return 8 * self.inner
+
+    def describe(self) -> str:
+        return f"RWKV time mix of {self.inner:,} channels"
+
+
+@dataclass(frozen=True)
+class RwkvChannelMix(FeedForwardPart):
+    """RWKV-4's channel mix (``RwkvFeedForward``): a key projection to ``inner``
+    channels and a value projection back, a receptance gate of ``width`` by ``width``,
+    and two token-shift mixing vectors."""
+
+    width: int
+    inner: int
+
+    @property
+    def parameters(self) -> int:
+        return 2 * self.width * self.inner + self.width**2 + 2 * self.width
+
+    @property
+    def active_parameters(self) -> int:
+        return self.parameters
+
+    def read_parameters(self, tokens: int) -> float:
+        return self.parameters
+
+    @property
+    def float32_parameters(self) -> int:
+        return 0
+
+    def describe(self) -> str:
+        return f"RWKV channel mix of {self.inner:,}"
