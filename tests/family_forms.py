@@ -14,10 +14,12 @@ the shrunk form, a real model on the CPU and its cache after a prompt and one mo
 """
 from __future__ import annotations
 
+import inspect
+
 import pytest
 import torch
 import transformers
-from transformers.cache_utils import get_layer_types_and_kwargs
+from transformers.cache_utils import DynamicCache, get_layer_types_and_kwargs
 
 from hf_reference import quiet
 from transformer_calculator import catalog
@@ -72,6 +74,14 @@ SHRUNK = {
     "falcon_h1": {"mamba_d_ssm": 128, "mamba_n_heads": 8, "mamba_d_state": 8},
     "zamba2": {"layers_block_type": ["mamba", "hybrid"] * 4, "n_mamba_heads": 8},
     "gpt_neo": {"attention_types": [[["global", "local"], 4]], "window_size": 5},
+    "recurrent_gemma": {"attention_window_size": 5},
+    "dory": {"n_input_layers": 2, "n_output_layers": 2},
+    "inkling2_loop_text": {"swa_num_attention_heads": 4, "swa_num_key_value_heads": 2,
+                           "swa_head_dim": 16, "sliding_window_size": 5,
+                           "loop_layer_index_start": 2, "loop_layer_index_end": 6,
+                           "n_layers_per_attn_res_block": 2, "unpadded_vocab_size": 128,
+                           "loop_gate_rank": 8},
+    "zaya": {"num_experts_per_tok": 1},
 }
 """Per-family changes to the shrunk form: a hybrid needs an attention layer to run."""
 
@@ -206,19 +216,23 @@ def real_cache(model: torch.nn.Module, tokens: int, vocab: int) -> tuple[int, in
     ``cache_params``) and any tensor a module keeps between calls."""
     ids = torch.randint(0, vocab, (1, tokens + 1), generator=torch.Generator().manual_seed(0))
 
-    def held(out) -> tuple:
-        found = [getattr(out, name, None) for name in ("past_key_values", "state",
-                                                       "cache_params")]
-        return held_bytes([f for f in found if f is not None] + kept_between_calls(model))
+    given = {}
 
     def state(out) -> dict:
         for name in ("past_key_values", "state", "cache_params"):
             if getattr(out, name, None) is not None:
                 return {"cache" if name == "past_key_values" else name: getattr(out, name)}
-        return {}
+        return given
+
+    def held(out) -> int:
+        return held_bytes([*state(out).values(), *kept_between_calls(model)])
 
     with torch.no_grad():
         out = model(input_ids=ids[:, :tokens], use_cache=True)
+        if not state(out) and "cache" in inspect.signature(model.forward).parameters:
+            # RecurrentGemma keeps its cache without returning it: hand it one
+            given["cache"] = DynamicCache(config=model.config)
+            out = model(input_ids=ids[:, :tokens], use_cache=True, **given)
         first = held(out)
         out = model(input_ids=ids[:, tokens:], use_cache=True, **state(out))
         return first, held(out)

@@ -5,6 +5,8 @@ them: each meets the ``Mixer`` contract (no cache that grows, a fixed state) or 
 - ``RwkvTimeMix`` and ``RwkvChannelMix``: RWKV-4's two halves of a block (a decaying
   weighted sum of past values, and a feed-forward part that mixes in the previous
   token);
+- ``RgLru``: RecurrentGemma's (Griffin's) recurrent block, a short causal filter and a
+  real-gated linear recurrence;
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 from .feedforward import FeedForwardPart
 from .mixers import FixedState, Mixer, MixerKind
 
-__all__ = ["RwkvTimeMix", "RwkvChannelMix"]
+__all__ = ["RwkvTimeMix", "RwkvChannelMix", "RgLru"]
 
 
 class _Summary(Mixer):
@@ -97,3 +99,39 @@ class RwkvChannelMix(FeedForwardPart):
 
     def describe(self) -> str:
         return f"RWKV channel mix of {self.inner:,}"
+
+
+@dataclass(frozen=True)
+class RgLru(_Summary):
+    """RecurrentGemma's recurrent block (``RecurrentGemmaRecurrentBlock``): two
+    projections from ``width`` to ``inner`` channels (one gates the other), a causal
+    filter ``conv`` tokens long over one of them, the real-gated linear recurrence
+    (RG-LRU: an input gate and a recurrence gate, block-diagonal in ``heads`` blocks,
+    and a decay per channel) and a projection back, every projection with a bias.
+
+    Between tokens it holds the filter's last ``conv - 1`` inputs (the model's format)
+    and the recurrence's ``inner`` numbers (float32)."""
+
+    width: int
+    inner: int
+    heads: int
+    conv: int
+
+    @property
+    def parameters(self) -> int:
+        block = self.inner // self.heads
+        projections = 3 * self.width * self.inner + 2 * self.inner + self.width
+        gates = 2 * self.heads * block * block + 2 * self.inner
+        return projections + self.inner * self.conv + self.inner + gates + self.inner
+
+    @property
+    def state(self) -> FixedState:
+        return FixedState(model_format=self.inner * (self.conv - 1), float32=self.inner)
+
+    @property
+    def state_flops(self) -> int:
+        """Two multiply-adds a channel: decay the state, add the gated input."""
+        return 4 * self.inner
+
+    def describe(self) -> str:
+        return f"RG-LRU recurrent block of {self.inner:,} channels"

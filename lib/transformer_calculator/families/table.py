@@ -21,7 +21,10 @@ from .rules_experts import (
     experts_dbrx, experts_deepseek, experts_ernie, experts_every_layer, experts_granite_hybrid,
     experts_granite_shared, experts_jamba, experts_qwen,
 )
-from .rules_recurrent import dense_rwkv, mixers_rwkv
+from .rules_recurrent import (
+    dense_recurrent_gemma, dense_rwkv, mixers_recurrent_gemma, mixers_rwkv,
+    windows_recurrent_gemma,
+)
 from .rules_layers import (
     final_norm_opt, mixers_bamba, mixers_granite_hybrid, mixers_jamba, mixers_mamba,
     mixers_mamba2, norm_opt, norms_falcon, norms_parallel_flag, width_field,
@@ -287,6 +290,13 @@ FAMILIES: tuple[Family, ...] = (
            summary=("RWKV-4 blocks: a time mix (a decaying sum of past values) and a "
                     "channel mix, after LayerNorms; a LayerNorm after the "
                     "embeddings")),
+    Family("RecurrentGemma (Griffin)", ("recurrent_gemma",), head_dim=head_dim_fixed,
+           mixers=mixers_recurrent_gemma, windows=windows_recurrent_gemma,
+           qkv_bias=_LLAMA_BIAS, out_bias=True, dense=dense_recurrent_gemma, tied=True,
+           no_count=("logits_soft_cap", "w_init_variance_scale",
+                     "final_w_init_variance_scale"),
+           summary=("two recurrent blocks (RG-LRU) to each local attention layer, "
+                    "gated feed-forward parts with biases")),
     Family("Mamba", ("mamba",), ffn_width=None, mixers=mixers_mamba, norms_per_layer=1,
            tied=True, summary="Mamba layers only: no attention, no feed-forward part"),
 )
