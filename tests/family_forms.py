@@ -82,6 +82,7 @@ SHRUNK = {
                            "n_layers_per_attn_res_block": 2, "unpadded_vocab_size": 128,
                            "loop_gate_rank": 8},
     "zaya": {"num_experts_per_tok": 1},
+    "xlstm": {"hidden_size": 128},
 }
 """Per-family changes to the shrunk form: a hybrid needs an attention layer to run."""
 
@@ -219,7 +220,7 @@ def real_cache(model: torch.nn.Module, tokens: int, vocab: int) -> tuple[int, in
     given = {}
 
     def state(out) -> dict:
-        for name in ("past_key_values", "state", "cache_params"):
+        for name in ("past_key_values", "state", "cache_params", "cache"):
             if getattr(out, name, None) is not None:
                 return {"cache" if name == "past_key_values" else name: getattr(out, name)}
         return given

@@ -7,6 +7,8 @@ them: each meets the ``Mixer`` contract (no cache that grows, a fixed state) or 
   token);
 - ``RgLru``: RecurrentGemma's (Griffin's) recurrent block, a short causal filter and a
   real-gated linear recurrence;
+- ``MLstm``: xLSTM's matrix-memory layer, a key-value memory per head that decays and
+  is written through gates.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from .feedforward import FeedForwardPart
 from .mixers import FixedState, Mixer, MixerKind
 
-__all__ = ["RwkvTimeMix", "RwkvChannelMix", "RgLru"]
+__all__ = ["RwkvTimeMix", "RwkvChannelMix", "RgLru", "MLstm"]
 
 
 class _Summary(Mixer):
@@ -135,3 +137,46 @@ class RgLru(_Summary):
 
     def describe(self) -> str:
         return f"RG-LRU recurrent block of {self.inner:,} channels"
+
+
+@dataclass(frozen=True)
+class MLstm(_Summary):
+    """xLSTM's mLSTM layer (``xLSTMLayer``): queries and keys of ``qk`` channels,
+    values and an output gate of ``v`` channels, an input and a forget gate per head
+    (with biases), a norm over the ``heads`` heads' outputs and a projection back;
+    ``bias`` adds biases to the projections and the norm.
+
+    Between tokens each head holds its memory matrix, its normaliser and its
+    stabiliser, at the model's format, ``state_qk`` by ``state_v`` channels a head as
+    transformers' cache shapes them."""
+
+    width: int
+    qk: int
+    v: int
+    heads: int
+    bias: bool
+    state_qk: int
+    state_v: int
+
+    @property
+    def parameters(self) -> int:
+        b = 1 if self.bias else 0
+        projections = self.width * (2 * self.qk + 2 * self.v) + b * (2 * self.qk + 2 * self.v)
+        gates = 2 * (self.width * self.heads + self.heads)
+        return projections + gates + self.v * (1 + b) + self.v * self.width + b * self.width
+
+    @property
+    def state(self) -> FixedState:
+        per_head = self.state_qk * self.state_v + self.state_qk + 1
+        return FixedState(model_format=self.heads * per_head, float32=0)
+
+    @property
+    def state_flops(self) -> int:
+        """Two multiply-adds per memory number: write it, read it out."""
+        return 4 * self.heads * self.state_qk * self.state_v
+
+    def describe(self) -> str:
+        return (
+            f"mLSTM layer, {self.heads} heads of a {self.state_qk} x {self.state_v} "
+            "memory"
+        )

@@ -4,7 +4,7 @@ docstring which ``transformers`` code it follows (``transformers`` 5.24)."""
 
 from __future__ import annotations
 
-from ..recurrent import RgLru, RwkvChannelMix, RwkvTimeMix
+from ..recurrent import MLstm, RgLru, RwkvChannelMix, RwkvTimeMix
 from ..feedforward import FeedForward
 from .reader import Reader
 
@@ -68,3 +68,53 @@ def dense_recurrent_gemma(r: Reader, width: int) -> FeedForward:
     """RecurrentGemma (``RecurrentGemmaMlp``): a gated feed-forward part of half of
     ``intermediate_size``, with biases."""
     return FeedForward(width, r.whole("intermediate_size") // 2, gated=True, bias=True)
+
+
+def _factor(r: Reader, name: str) -> float:
+    found = r.raw((name,))
+    if found is None or isinstance(found[1], bool) or not isinstance(
+        found[1], (int, float)
+    ) or not 0 < found[1] <= 64:
+        raise ValueError(f"config field {name} must be a number above 0, got "
+                         f"{found[1] if found else None!r}")
+    return found[1]
+
+
+def _round_up(x: float, multiple: int) -> int:
+    """transformers' ``round_up_to_next_multiple_of``."""
+    return int(((x + multiple - 1) // multiple) * multiple)
+
+
+def mixers_xlstm(r: Reader, layers: int, width: int) -> list:
+    """xLSTM (``xLSTMLayer``, ``xLSTMCache``): every layer an mLSTM of
+    ``num_heads`` heads, ``qk_dim_factor`` and ``v_dim_factor`` of the width for keys
+    and values; the cache shapes each head's memory from those widths rounded up to a
+    multiple of 64, so a width they do not round to is refused (transformers' cache
+    then does not fit its layers)."""
+    heads = r.whole("num_heads")
+    qk = int(width * _factor(r, "qk_dim_factor"))
+    v = int(width * _factor(r, "v_dim_factor"))
+    if qk != _round_up(qk, 64) or v != _round_up(v, 64) or qk % heads or v % heads:
+        raise ValueError(
+            f"config fields hidden_size={width:,}, qk_dim_factor and v_dim_factor make "
+            f"keys of {qk} and values of {v} channels, not multiples of 64 divided "
+            f"among {heads} heads: transformers' xLSTM cache does not fit such layers"
+        )
+    r.read.update({"weight_mode", "mode", "add_out_norm"})
+    mixer = MLstm(width, qk, v, heads, r.flag("use_bias", False), qk // heads,
+                  v // heads)
+    return [mixer] * layers
+
+
+def dense_xlstm(r: Reader, width: int) -> FeedForward:
+    """xLSTM (``xLSTMFeedForward``): a gated feed-forward part of ``ffn_proj_factor``
+    times the width, rounded up to ``ffn_round_up_to_multiple_of``."""
+    inner = _round_up(width * _factor(r, "ffn_proj_factor"),
+                      r.whole("ffn_round_up_to_multiple_of"))
+    return FeedForward(width, inner, gated=True, bias=r.flag("use_bias", False))
+
+
+def norms_xlstm(r: Reader) -> int:
+    """xLSTM (``xLSTMBlock``): two RMSNorms a block, each with a bias too when
+    ``use_bias``."""
+    return 4 if r.flag("use_bias", False) else 2

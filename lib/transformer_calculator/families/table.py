@@ -22,8 +22,8 @@ from .rules_experts import (
     experts_granite_shared, experts_jamba, experts_qwen,
 )
 from .rules_recurrent import (
-    dense_recurrent_gemma, dense_rwkv, mixers_recurrent_gemma, mixers_rwkv,
-    windows_recurrent_gemma,
+    dense_recurrent_gemma, dense_rwkv, dense_xlstm, mixers_recurrent_gemma, mixers_rwkv,
+    mixers_xlstm, norms_xlstm, windows_recurrent_gemma,
 )
 from .rules_layers import (
     final_norm_opt, mixers_bamba, mixers_granite_hybrid, mixers_jamba, mixers_mamba,
@@ -297,6 +297,12 @@ FAMILIES: tuple[Family, ...] = (
                      "final_w_init_variance_scale"),
            summary=("two recurrent blocks (RG-LRU) to each local attention layer, "
                     "gated feed-forward parts with biases")),
+    Family("xLSTM", ("xlstm",),
+           names={**LLAMA_NAMES, "layers": ("num_hidden_layers", "num_blocks"),
+                  "width": ("hidden_size", "embedding_dim")},
+           mixers=mixers_xlstm, dense=dense_xlstm, norms_per_layer=norms_xlstm,
+           summary=("mLSTM layers (a gated key-value memory per head) and gated "
+                    "feed-forward parts, after RMSNorms")),
     Family("Mamba", ("mamba",), ffn_width=None, mixers=mixers_mamba, norms_per_layer=1,
            tied=True, summary="Mamba layers only: no attention, no feed-forward part"),
 )
