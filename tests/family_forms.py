@@ -151,22 +151,23 @@ def build(cfg: dict, device: str = "meta") -> torch.nn.Module:
 
 def counts(model: torch.nn.Module, per_token: int | None) -> dict:
     """Parameters (shared tensors once), their bytes, and the parameters one token uses
-    (each tensor of a module called ``experts`` counts ``per_token`` of its experts: as
-    many as the module's ``num_experts``, or else its tensors' first dimension)."""
+    (each tensor of a module called ``experts``, or of an ``...Experts`` class, counts
+    ``per_token`` of its experts: as many as the module's ``num_experts``, or else its
+    tensors' first dimension; a router's tensors and one-dimensional ones are every
+    token's)."""
     unique = {id(p): (n, p) for n, p in model.named_parameters()}
     experts = {name: getattr(m, "num_experts", None) for name, m in model.named_modules()
-               if name.split(".")[-1] == "experts"}
+               if name.split(".")[-1] == "experts" or "Experts" in type(m).__name__}
     params = sum(p.numel() for _, p in unique.values())
     active = 0
     for name, p in unique.values():
         parts = name.split(".")
-        owner = next((".".join(parts[:k]) for k in range(len(parts) - 1, 0, -1)
-                      if ".".join(parts[:k]) in experts), None)
-        if owner is not None and per_token:
-            count = experts[owner] or p.shape[0]
-            active += p.numel() // count * per_token
-        else:
-            active += p.numel()
+        cut = next((k for k in range(len(parts) - 1, 0, -1)
+                    if ".".join(parts[:k]) in experts), None)
+        count = (experts[".".join(parts[:cut])] or p.shape[0]) if cut else 0
+        routed = (cut is not None and per_token and p.dim() >= 2 and p.shape[0] % count == 0
+                  and not {"router", "gate", "gating"} & set(parts[cut:]))
+        active += p.numel() // count * per_token if routed else p.numel()
     return {"parameters": params, "active": active,
             "weight_bytes": sum(p.numel() * p.element_size() for _, p in unique.values())}
 

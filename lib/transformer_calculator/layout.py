@@ -62,7 +62,7 @@ class Block:
     def active_parameters(self) -> int:
         """Numbers one token's step multiplies in this block, a count."""
         ffn = self.ffn.active_parameters if self.ffn else 0
-        return self.mixer.parameters + ffn + self.norms
+        return self.mixer.active_parameters + ffn + self.norms
 
     @property
     def work_parameters(self) -> int:
@@ -73,7 +73,8 @@ class Block:
         """Numbers a step carrying ``tokens`` tokens is expected to read from this
         block (again on each pass)."""
         ffn = self.ffn.read_parameters(tokens) if self.ffn else 0.0
-        return self.passes * (self.mixer.parameters + ffn + self.norms)
+        mixer = self.mixer.read_parameters(tokens)
+        return self.passes * (mixer + ffn + self.norms)
 
     @property
     def float32_parameters(self) -> int:

@@ -77,6 +77,16 @@ class Mixer(ABC):
         """Weights, biases and normalisation numbers of this part, a count."""
 
     @property
+    def active_parameters(self) -> int:
+        """Numbers of this part one token multiplies (all of them, unless its heads
+        are experts a router picks)."""
+        return self.parameters
+
+    def read_parameters(self, tokens: int) -> float:
+        """Numbers a step carrying ``tokens`` tokens is expected to read."""
+        return self.parameters
+
+    @property
     @abstractmethod
     def cache_numbers(self) -> int:
         """Numbers each kept token adds to this layer's cache (0: no cache)."""

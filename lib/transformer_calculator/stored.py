@@ -81,6 +81,9 @@ def read_bytes(model: Model, tokens: int) -> int:
     for e in _expert_layers(model):
         idle = e.count - expected_distinct_experts(e.count, e.per_token, tokens)
         untouched += idle * _one_expert(model, e)[0]
+    for b in model.layout.blocks:  # attention heads that are experts (JetMoE)
+        m = b.mixer
+        untouched += (m.parameters - m.read_parameters(tokens)) * model.bytes_per_number
     again = sum(  # a looped layer's weights, read again on each later pass
         (b.passes - 1) * b.parameters for b in model.layout.blocks
     ) * model.bytes_per_number

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..attention_kinds import MixtureOfAttention
 from ..feedforward import Experts, FeedForward
 from .parts import Flag, resolve
 from .reader import Reader, whole_field
@@ -95,6 +96,38 @@ def experts_dbrx(r: Reader, layers: int, width: int) -> list[Experts | None]:
     e = Experts(width=width, count=count, per_token=per_token,
                 inner=f.whole("ffn_hidden_size"))
     return [e] * layers
+
+
+def experts_jetmoe(r: Reader, layers: int, width: int) -> list[Experts | None]:
+    """JetMoE (``JetMoeMoE``): every layer holds ``num_local_experts`` gated experts of
+    ``intermediate_size``, ``num_experts_per_tok`` a token, a router without bias and an
+    output bias every token uses."""
+    e = _experts(r, width, ("num_local_experts",), None, None,
+                 r.whole("intermediate_size"), router_extra=width)
+    return [e] * layers
+
+
+def mixers_jetmoe(r: Reader, layers: int, width: int) -> list:
+    """JetMoE (``JetMoeAttention``): every layer's attention is a mixture of
+    ``num_local_experts`` query experts of ``num_key_value_heads`` heads of
+    ``kv_channels``, ``num_experts_per_tok`` a token; transformers sets
+    ``num_attention_heads`` to their product."""
+    count = r.whole("num_local_experts")
+    per_token = r.whole("num_experts_per_tok")
+    kv = r.whole("num_key_value_heads")
+    if per_token > count:
+        raise ValueError(
+            f"config field num_experts_per_tok={per_token} is more than the {count} "
+            "experts"
+        )
+    if r.given("num_attention_heads") and r.whole("num_attention_heads") != kv * per_token:
+        raise ValueError(
+            f"config field num_attention_heads={r.cfg['num_attention_heads']!r} is not "
+            f"num_key_value_heads x num_experts_per_tok = {kv * per_token}, which "
+            "transformers' JetMoE uses"
+        )
+    return [MixtureOfAttention(width, count, per_token, kv,
+                               r.whole("kv_channels"))] * layers
 
 
 def experts_ernie(r: Reader, layers: int, width: int) -> list[Experts | None]:

@@ -19,7 +19,7 @@ from .rules_attention import (
 )
 from .rules_experts import (
     experts_dbrx, experts_deepseek, experts_ernie, experts_every_layer, experts_granite_hybrid,
-    experts_granite_shared, experts_jamba, experts_qwen,
+    experts_granite_shared, experts_jamba, experts_jetmoe, experts_qwen, mixers_jetmoe,
 )
 from .rules_recurrent import (
     dense_recurrent_gemma, dense_rwkv, dense_xlstm, mixers_recurrent_gemma, mixers_rwkv,
@@ -274,6 +274,9 @@ FAMILIES: tuple[Family, ...] = (
            experts=experts_dbrx,
            summary=("LayerNorms without bias, fused query-key-value projection, "
                     "experts in every layer")),
+    Family("JetMoE", ("jetmoe",), mixers=mixers_jetmoe, experts=experts_jetmoe, tied=True,
+           summary=("a mixture of attention heads (query experts over shared keys and "
+                    "values) and a mixture of feed-forward experts in every layer")),
     Family("PhiMoE", ("phimoe",), norm="layer", qkv_bias=_LLAMA_BIAS,
            out_bias=_LLAMA_BIAS, head_bias=Flag("lm_head_bias", False),
            windows=windows_all(None), experts=experts_every_layer,
