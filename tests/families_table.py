@@ -37,7 +37,9 @@ def per_token(cfg: dict) -> int | None:
                      "moe_top_k"):
             value = getattr(source, name, None)
             if isinstance(value, int) and value > 0:
-                return value
+                zero = getattr(config, "zero_expert_num", 0) or 0  # LongCat's idle experts
+                routed = getattr(config, "n_routed_experts", 1)
+                return value * routed / (routed + zero) if zero else value
     return None
 
 

@@ -83,6 +83,8 @@ SHRUNK = {
                            "loop_gate_rank": 8},
     "zaya": {"num_experts_per_tok": 1},
     "xlstm": {"hidden_size": 128},
+    "longcat_flash": {"head_dim": 8, "zero_expert_num": 2, "expert_ffn_hidden_size": 32,
+                      "ffn_hidden_size": 96, "moe_topk": 2},
 }
 """Per-family changes to the shrunk form: a hybrid needs an attention layer to run."""
 
@@ -167,7 +169,7 @@ def counts(model: torch.nn.Module, per_token: int | None) -> dict:
         count = (experts[".".join(parts[:cut])] or p.shape[0]) if cut else 0
         routed = (cut is not None and per_token and p.dim() >= 2 and p.shape[0] % count == 0
                   and not {"router", "gate", "gating"} & set(parts[cut:]))
-        active += p.numel() // count * per_token if routed else p.numel()
+        active += round(p.numel() // count * per_token) if routed else p.numel()
     return {"parameters": params, "active": active,
             "weight_bytes": sum(p.numel() * p.element_size() for _, p in unique.values())}
 

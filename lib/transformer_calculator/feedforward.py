@@ -93,7 +93,9 @@ class Experts(FeedForwardPart):
     ``shared`` is an expert every token uses (DeepSeek, Qwen2-MoE; None: no shared
     expert), ``shared_gate`` a learned scalar gate on it (Qwen2-MoE); ``router_float32``
     marks a router held in float32; ``router_extra`` counts numbers held beside the
-    router's weights (ERNIE-4.5's score-correction bias)."""
+    router's weights (ERNIE-4.5's score-correction bias). ``zero``: experts that do no
+    work (LongCat-Flash's: the token passes through unchanged), which the router may
+    pick like the others; transformers still gives each a gate and an up matrix."""
 
     width: int
     count: int
@@ -103,6 +105,7 @@ class Experts(FeedForwardPart):
     shared_gate: bool = False
     router_float32: bool = False
     router_extra: int = 0
+    zero: int = 0
 
     @property
     def expert_parameters(self) -> int:
@@ -112,7 +115,14 @@ class Experts(FeedForwardPart):
     @property
     def router_parameters(self) -> int:
         """Weights of the router and any numbers beside them, a count."""
-        return self.count * self.width + self.router_extra
+        return (self.count + self.zero) * self.width + self.router_extra
+
+    @property
+    def working_per_token(self) -> float:
+        """Experts doing work a token is expected to pick: all ``per_token`` of them,
+        or with zero experts ``per_token * count / (count + zero)`` (each pick equally
+        likely to be any expert)."""
+        return self.per_token * self.count / (self.count + self.zero)
 
     @property
     def always_used(self) -> int:
@@ -122,19 +132,28 @@ class Experts(FeedForwardPart):
 
     @property
     def parameters(self) -> int:
-        """Every expert, the router and any shared expert."""
-        return self.count * self.expert_parameters + self.always_used
+        """Every expert, the router and any shared expert (and the unused matrices
+        transformers gives zero experts)."""
+        unused = self.zero * 2 * self.width * self.inner
+        return self.count * self.expert_parameters + unused + self.always_used
 
     @property
     def active_parameters(self) -> int:
-        """Its ``per_token`` experts plus what every token uses."""
-        return self.per_token * self.expert_parameters + self.always_used
+        """Its ``per_token`` experts plus what every token uses (with zero experts,
+        those expected to do work, rounded to a whole number)."""
+        return round(self.working_per_token * self.expert_parameters) + self.always_used
+
+    def touched(self, tokens: int) -> float:
+        """Experts doing work that ``tokens`` tokens are expected to touch (uniform
+        routing)."""
+        every = self.count + self.zero
+        return (expected_distinct_experts(every, self.per_token, tokens)
+                * self.count / every)
 
     def read_parameters(self, tokens: int) -> float:
         """The experts ``tokens`` tokens are expected to touch (uniform routing) plus
         what every token uses."""
-        touched = expected_distinct_experts(self.count, self.per_token, tokens)
-        return touched * self.expert_parameters + self.always_used
+        return self.touched(tokens) * self.expert_parameters + self.always_used
 
     @property
     def float32_parameters(self) -> int:

@@ -15,7 +15,7 @@ import math
 from transformer_arithmetic.search import last_true
 
 from .formats import CacheAsModel, Unpacked
-from .feedforward import Experts, expected_distinct_experts
+from .feedforward import Experts
 from .layout import FLOAT32_BYTES, Block
 from .matrices import Matrix, expert_matrices, matrices
 from .mixers import Attention, LatentAttention
@@ -79,7 +79,7 @@ def read_bytes(model: Model, tokens: int) -> int:
     total = weight_bytes(model)
     untouched = 0.0
     for e in _expert_layers(model):
-        idle = e.count - expected_distinct_experts(e.count, e.per_token, tokens)
+        idle = e.count - e.touched(tokens)
         untouched += idle * _one_expert(model, e)[0]
     for b in model.layout.blocks:  # attention heads that are experts (JetMoE)
         m = b.mixer
@@ -95,7 +95,7 @@ def packed_numbers_read(model: Model, tokens: int) -> float:
     back into a number once a step)."""
     total = float(packed_numbers(model))
     for e in _expert_layers(model):
-        idle = e.count - expected_distinct_experts(e.count, e.per_token, tokens)
+        idle = e.count - e.touched(tokens)
         total -= idle * _one_expert(model, e)[1]
     return total
 

@@ -58,7 +58,9 @@ class Family:
     narrower embeddings), ``tied`` (the family's ``tie_word_embeddings`` default; None:
     the file must say), ``head_bias``;
     - ``refuse_if_true``: fields that describe a model this calculator does not count;
-      ``no_count``: fields the family reads that change no count."""
+      ``no_count``: fields the family reads that change no count;
+    - ``layout``: a rule that lays out the whole model, for a family whose layers are
+      not one mixer and one feed-forward part each (LongCat-Flash)."""
 
     title: str
     model_types: tuple[str, ...]
@@ -91,6 +93,7 @@ class Family:
     refuse_if_true: Mapping[str, str] = field(default_factory=dict)
     no_count: tuple[str, ...] = ()
     summary: str = ""
+    layout: Callable[[Reader], Layout] | None = None
 
     def build(self, r: Reader) -> Layout:
         """The ``Layout`` this family builds from the config in ``r``."""
@@ -99,6 +102,8 @@ class Family:
                 raise ValueError(f"config field {name}={short(r.cfg[name])}: {why}")
             r.read.add(name)
         r.read.update(self.no_count)  # fields the family reads that change no count
+        if self.layout is not None:
+            return self.layout(r)
         layers = r.whole(*self.names["layers"], maximum=MAX_LAYERS)
         width = r.whole(*self.names["width"])
         vocab = r.whole("vocab_size")

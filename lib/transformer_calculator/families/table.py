@@ -21,6 +21,7 @@ from .rules_experts import (
     experts_dbrx, experts_deepseek, experts_ernie, experts_every_layer, experts_granite_hybrid,
     experts_granite_shared, experts_jamba, experts_jetmoe, experts_qwen, mixers_jetmoe,
 )
+from .layouts import layout_longcat
 from .rules_recurrent import (
     dense_recurrent_gemma, dense_rwkv, dense_xlstm, mixers_recurrent_gemma, mixers_rwkv,
     mixers_xlstm, norms_xlstm, windows_recurrent_gemma,
@@ -277,6 +278,10 @@ FAMILIES: tuple[Family, ...] = (
     Family("JetMoE", ("jetmoe",), mixers=mixers_jetmoe, experts=experts_jetmoe, tied=True,
            summary=("a mixture of attention heads (query experts over shared keys and "
                     "values) and a mixture of feed-forward experts in every layer")),
+    Family("LongCat-Flash", ("longcat_flash",), layout=layout_longcat,
+           no_count=("routed_scaling_factor",),
+           summary=("two latent attentions and two feed-forward parts a layer, with "
+                    "a mixture of experts (some of which do no work) beside them")),
     Family("PhiMoE", ("phimoe",), norm="layer", qkv_bias=_LLAMA_BIAS,
            out_bias=_LLAMA_BIAS, head_bias=Flag("lm_head_bias", False),
            windows=windows_all(None), experts=experts_every_layer,
