@@ -82,6 +82,7 @@ SHRUNK = {
                            "n_layers_per_attn_res_block": 2, "unpadded_vocab_size": 128,
                            "loop_gate_rank": 8},
     "zaya": {"num_experts_per_tok": 1},
+    "gemma3n_text": {"num_kv_shared_layers": 2},
     "xlstm": {"hidden_size": 128},
     "longcat_flash": {"head_dim": 8, "zero_expert_num": 2, "expert_ffn_hidden_size": 32,
                       "ffn_hidden_size": 96, "moe_topk": 2},
@@ -121,7 +122,8 @@ def shrunk_form(model_type: str, layers: int, overrides: dict | None = None) -> 
     for name in ("num_hidden_layers", "n_layer", "num_layers"):
         if name in d:
             cfg[name] = layers
-    ids = {k: None for k in ("pad_token_id", "bos_token_id", "eos_token_id") if k in d}
+    ids = {k: None if d[k] is None else 0  # a class that requires a token id keeps one
+           for k in ("pad_token_id", "bos_token_id", "eos_token_id") if k in d}
     return {**defaults_form(model_type), **cfg, **ids, **SHRUNK.get(model_type, {}),
             **(overrides or {})}
 
@@ -238,5 +240,10 @@ def real_cache(model: torch.nn.Module, tokens: int, vocab: int) -> tuple[int, in
             given["cache"] = DynamicCache(config=model.config)
             out = model(input_ids=ids[:, :tokens], use_cache=True, **given)
         first = held(out)
-        out = model(input_ids=ids[:, tokens:], use_cache=True, **state(out))
+        try:
+            out = model(input_ids=ids[:, tokens:], use_cache=True, **state(out))
+        except RuntimeError:  # CPM-Ant takes the whole text again with its cache
+            out = model(input_ids=ids[:, :tokens], use_cache=True)
+            first = held(out)
+            out = model(input_ids=ids, use_cache=True, **state(out))
         return first, held(out)

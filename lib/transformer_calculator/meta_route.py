@@ -144,8 +144,6 @@ def measure(cfg: dict, bpn: int, name: str) -> tuple[Model, list[str]]:
     import torch
     import torch.fx.experimental._config as fx_config
 
-    from .meta_cache import run_passes
-
     dtype = {4: torch.float32, 2: torch.bfloat16, 1: torch.float8_e4m3fn}[bpn]
     if bpn == 2 and str(cfg.get("torch_dtype") or cfg.get("dtype")) == "float16":
         dtype = torch.float16
@@ -161,10 +159,10 @@ def measure(cfg: dict, bpn: int, name: str) -> tuple[Model, list[str]]:
         long_tokens = max([_SHORT_PROMPT, *(w + 2 for w in windows)])
         ids = torch.zeros((1, long_tokens + 1), dtype=torch.long, device="meta")
         with fx_config.patch(meta_nonzero_assume_all_nonzero=True):
-            cache, short = run_passes(model, modules, ids[:, :1])
-            _, short_next = run_passes(model, modules, ids[:, 1:2], cache)
-            cache, long = run_passes(model, modules, ids[:, :long_tokens])
-            _, long_next = run_passes(model, modules, ids[:, long_tokens:], cache)
+            short, short_next = _prompt_and_one_more(model, modules, ids, 1)
+            long, long_next = _prompt_and_one_more(model, modules, ids, long_tokens)
+            if _grows(long_next) - _grows(short_next):  # a token added nothing at first
+                short, short_next = _prompt_and_one_more(model, modules, ids, 1, True)
     except ValueError:
         raise
     except Exception as err:  # noqa: BLE001 - a family that does not run on meta
@@ -183,6 +181,27 @@ def measure(cfg: dict, bpn: int, name: str) -> tuple[Model, list[str]]:
         raise
     except Exception as err:  # noqa: BLE001 - a model this route cannot read
         raise ValueError(f"transformers' model could not be read here: {err}") from None
+
+
+def _prompt_and_one_more(model, modules, ids, tokens: int, whole: bool = False):
+    """The layers' calls over a prompt of ``tokens`` tokens and over one more token
+    continuing its cache; a family whose model takes the whole text again with its
+    cache (CPM-Ant) is given the whole text (``whole``, or when one token fails)."""
+    from .meta_cache import run_passes
+
+    cache, first = run_passes(model, modules, ids[:, :tokens])
+    if not whole:
+        try:
+            return first, run_passes(model, modules, ids[:, tokens:tokens + 1], cache)[1]
+        except ValueError:
+            raise
+        except Exception:  # noqa: BLE001 - try the whole text, on a fresh cache
+            cache, first = run_passes(model, modules, ids[:, :tokens])
+    return first, run_passes(model, modules, ids[:, : tokens + 1], cache)[1]
+
+
+def _grows(run) -> set[int]:
+    return {i for i, p in enumerate(run) if p.added != (0, 0)}
 
 
 def _pass_cache(i: int, runs, long_tokens: int) -> tuple[int, int | None, FixedState]:
