@@ -83,6 +83,8 @@ SHRUNK = {
                            "loop_gate_rank": 8},
     "zaya": {"num_experts_per_tok": 1},
     "gemma3n_text": {"num_kv_shared_layers": 2},
+    "reformer": {"axial_pos_embds_dim": [32, 32], "attention_head_size": 16,
+                 "feed_forward_size": 96},
     "xlstm": {"hidden_size": 128},
     "longcat_flash": {"head_dim": 8, "zero_expert_num": 2, "expert_ffn_hidden_size": 32,
                       "ffn_hidden_size": 96, "moe_topk": 2},
@@ -219,13 +221,15 @@ def kept_between_calls(model: torch.nn.Module) -> list:
 def real_cache(model: torch.nn.Module, tokens: int, vocab: int) -> tuple[int, int]:
     """Bytes the cache holds after a CPU prompt of ``tokens`` tokens and one more: the
     cache transformers returns (its ``past_key_values``, RWKV's ``state``, xLSTM's
-    ``cache_params``) and any tensor a module keeps between calls."""
+    ``cache``, Reformer's ``past_buckets_states``) and any tensor a module keeps between
+    calls."""
     ids = torch.randint(0, vocab, (1, tokens + 1), generator=torch.Generator().manual_seed(0))
 
     given = {}
 
     def state(out) -> dict:
-        for name in ("past_key_values", "state", "cache_params", "cache"):
+        for name in ("past_key_values", "state", "cache_params", "cache",
+                     "past_buckets_states"):
             if getattr(out, name, None) is not None:
                 return {"cache" if name == "past_key_values" else name: getattr(out, name)}
         return given

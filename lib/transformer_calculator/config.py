@@ -286,7 +286,8 @@ def _measured(cfg, name, route, model_type) -> tuple[Model, list[str]]:
         )
     notes: list[str] = []
     bpn = _bytes_per_number(cfg, notes)
-    model = meta_route.measure(cfg, bpn, name)
+    model, measured = meta_route.measure(cfg, bpn, name)
+    notes += measured
     why = "" if route == "transformers" else " (no layout of its own here)"
     notes.insert(
         0,

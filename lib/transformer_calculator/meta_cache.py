@@ -93,12 +93,26 @@ def _snapshot(cache, bpn: int) -> dict:
 
 
 def _find_cache(args, kwargs):
+    """The cache a decoder layer is handed: a transformers ``Cache``, or a family's own
+    cache object (Reformer's ``ReformerDynamicCache``)."""
     from transformers.cache_utils import Cache
 
     for value in (*args, *kwargs.values()):
-        if isinstance(value, Cache):
+        if isinstance(value, Cache) or (
+            type(value).__name__.endswith("Cache")
+            and type(value).__module__.startswith("transformers.")
+        ):
             return value
     return None
+
+
+def _cache_argument(model) -> str:
+    """The name under which the model's forward takes a cache to continue."""
+    import inspect
+
+    names = inspect.signature(model.forward).parameters
+    return next((n for n in ("cache", "past_key_values", "past_buckets_states")
+                 if n in names), "cache")
 
 
 def run_passes(model, layers: list, ids, cache=None):
@@ -148,12 +162,12 @@ def run_passes(model, layers: list, ids, cache=None):
         handles.append(layer.register_forward_hook(post(i), with_kwargs=True))
     try:
         with torch.no_grad():
-            extra = {} if cache is None else {"cache": cache}
-            out = model(input_ids=ids, use_cache=True, **extra)
+            extra = {} if cache is None else {_cache_argument(model): cache}
+            model(input_ids=ids, use_cache=True, **extra)
     finally:
         for h in handles:
             h.remove()
-    found = getattr(out, "past_key_values", None)
+    found = before.get("cache")
     if found is None or not passes:
         raise ValueError("transformers returned no cache for this family")
     written = tuple(sum(p.added[j] for p in passes) for j in (0, 1))

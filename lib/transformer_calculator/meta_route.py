@@ -115,7 +115,7 @@ def _decoder_layers(model) -> list[tuple[str, object]]:
     return [(f"{name}.{i}", m) for i, m in enumerate(biggest)]
 
 
-def _build(cfg: dict, dtype):
+def _build(cfg: dict, dtype, device: str = "meta"):
     import torch
     import transformers
 
@@ -128,7 +128,7 @@ def _build(cfg: dict, dtype):
     last = None
     for extra in ({"experts_implementation": "batched_mm"}, {}):
         try:
-            with torch.device("meta"):
+            with torch.device(device):
                 model = transformers.AutoModelForCausalLM.from_config(
                     config, dtype=dtype, **extra
                 )
@@ -138,26 +138,59 @@ def _build(cfg: dict, dtype):
     raise ValueError(f"transformers could not build this model: {last}") from None
 
 
+CPU_BYTES = 2**30
+"""Largest model (bytes of weights) run for real on the CPU when the meta device cannot
+run it: its cache is then read off a real forward pass."""
+
+
 def measure(cfg: dict, bpn: int, name: str) -> tuple[Model, list[str]]:
     """The ``Model`` transformers builds from ``cfg`` at ``bpn`` bytes a number, read
-    off the meta device, and the notes saying how."""
+    off the meta device (or, for a small model the meta device cannot run, off the
+    CPU), and the notes saying how."""
     import torch
-    import torch.fx.experimental._config as fx_config
 
     dtype = {4: torch.float32, 2: torch.bfloat16, 1: torch.float8_e4m3fn}[bpn]
     if bpn == 2 and str(cfg.get("torch_dtype") or cfg.get("dtype")) == "float16":
         dtype = torch.float16
     config, model = _build(cfg, dtype)
-    text = _text_config(config)
-    layers = _decoder_layers(model)
-    modules = [m for _, m in layers]
+    notes: list[str] = []
     try:
-        from transformers.cache_utils import get_layer_types_and_kwargs
+        runs, types, long_tokens = _runs(config, model, "meta")
+    except ValueError as err:
+        size = sum(p.numel() * p.element_size() for p in model.parameters())
+        if "meta device" not in str(err) or size > CPU_BYTES:
+            raise
+        config, model = _build(cfg, dtype, "cpu")
+        runs, types, long_tokens = _runs(config, model, "cpu")
+        notes.append(
+            "transformers cannot run this family on the meta device; its model is "
+            f"small ({size:,} bytes of weights), so the cache was read off a real "
+            "forward pass on the CPU"
+        )
+    text = _text_config(config)
+    try:
+        model = _assemble(model, text, _decoder_layers(model), types, runs,
+                          long_tokens, bpn, name)
+    except ValueError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a model this route cannot read
+        raise ValueError(f"transformers' model could not be read here: {err}") from None
+    return model, notes
 
-        types, kwargs = get_layer_types_and_kwargs(text)
+
+def _runs(config, model, device: str):
+    """The layers' calls over a prompt of one token and one more, and over a prompt
+    past every window and one more; the layer types; the long prompt's length."""
+    import torch
+    import torch.fx.experimental._config as fx_config
+    from transformers.cache_utils import get_layer_types_and_kwargs
+
+    modules = [m for _, m in _decoder_layers(model)]
+    try:
+        types, kwargs = get_layer_types_and_kwargs(_text_config(config))
         windows = [kw.get("sliding_window") or 0 for kw in kwargs]
         long_tokens = max([_SHORT_PROMPT, *(w + 2 for w in windows)])
-        ids = torch.zeros((1, long_tokens + 1), dtype=torch.long, device="meta")
+        ids = torch.zeros((1, long_tokens + 1), dtype=torch.long, device=device)
         with fx_config.patch(meta_nonzero_assume_all_nonzero=True):
             short, short_next = _prompt_and_one_more(model, modules, ids, 1)
             long, long_next = _prompt_and_one_more(model, modules, ids, long_tokens)
@@ -167,7 +200,7 @@ def measure(cfg: dict, bpn: int, name: str) -> tuple[Model, list[str]]:
         raise
     except Exception as err:  # noqa: BLE001 - a family that does not run on meta
         raise ValueError(
-            f"transformers could not run this model on the meta device: {err}"
+            f"transformers could not run this model on the {device} device: {err}"
         ) from None
     runs = (short, short_next, long, long_next)
     if len({tuple(p.module for p in run) for run in runs}) != 1:
@@ -175,12 +208,7 @@ def measure(cfg: dict, bpn: int, name: str) -> tuple[Model, list[str]]:
             "transformers' model runs its layers in a different order from one "
             "forward pass to the next: not counted here"
         )
-    try:
-        return _assemble(model, text, layers, types, runs, long_tokens, bpn, name)
-    except ValueError:
-        raise
-    except Exception as err:  # noqa: BLE001 - a model this route cannot read
-        raise ValueError(f"transformers' model could not be read here: {err}") from None
+    return runs, types, long_tokens
 
 
 def _prompt_and_one_more(model, modules, ids, tokens: int, whole: bool = False):
