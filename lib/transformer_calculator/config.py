@@ -51,7 +51,9 @@ from .families.rules_layers import width_field
 from .layout import Layout
 from .model import Model
 from .quantization import weight_format
-from .refusals import language_model, refuse_global, refuse_kind, refuse_unread
+from .refusals import (
+    language_model, refuse_global, refuse_kind, refuse_per_layer, refuse_unread,
+)
 from .stored import weight_bytes
 
 __all__ = ["DTYPE_BYTES", "ROUTES", "model_from_config", "read_config",
@@ -301,6 +303,7 @@ def _measured(cfg, name, route, model_type) -> tuple[Model, list[str]]:
 
 def _from_layout(cfg, name, family, model_type) -> tuple[Model, list[str]]:
     """The model of ``cfg`` by the calculator's own layout of its family."""
+    refuse_per_layer(cfg)
     known = family is not GENERIC
     notes: list[str] = []
     if not known:

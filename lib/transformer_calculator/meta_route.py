@@ -24,6 +24,7 @@ is refused in one line. Everything else stays pure Python.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 
 from .layout import Block
 from .measured import MeasuredExperts, MeasuredLayout, MeasuredMixer
@@ -153,6 +154,12 @@ def measure(cfg: dict, bpn: int, name: str) -> tuple[Model, list[str]]:
     if bpn == 2 and str(cfg.get("torch_dtype") or cfg.get("dtype")) == "float16":
         dtype = torch.float16
     config, model = _build(cfg, dtype)
+    if "shared_kv_states" in inspect.signature(model.forward).parameters:
+        raise ValueError(
+            f"model_type {cfg['model_type']!r} is a drafting assistant: transformers "
+            "runs it only beside its target model, whose keys and values it reads "
+            "(shared_kv_states); count the target model"
+        )
     notes: list[str] = []
     try:
         runs, types, long_tokens = _runs(config, model, "meta")

@@ -103,7 +103,12 @@ class Reader:
         found = self.raw(names)
         if found is None:
             if default is None:
-                raise ValueError(f"config field {self.prefix}{names[0]} is missing")
+                null = any(n in self.defaults for n in names)
+                raise ValueError(
+                    f"config field {self.prefix}{names[0]} is missing"
+                    + (f" (the {self.title} default in transformers is null: its "
+                       "model needs it stated)" if null else "")
+                )
             return self.default(names[0], default, why)
         return whole_field(*found, minimum=minimum, maximum=maximum)
 
