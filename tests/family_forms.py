@@ -48,6 +48,7 @@ SHORT = (
     "num_attention_heads", "num_key_value_heads", "vocab_size", "max_position_embeddings",
     "rms_norm_eps", "layer_norm_eps", "hidden_act", "bos_token_id", "eos_token_id",
     "rope_theta", "tie_word_embeddings", "torch_dtype", "n_embd", "n_layer", "n_head",
+    "head_dim",
 )
 """The fields a short published config.json carries (Llama-2's, say)."""
 

@@ -54,7 +54,7 @@ class Family:
     - normalisation: ``norm`` ("rms", "layer", "scale" or "fixed", or a rule),
       ``norms_per_layer``, ``final_norm``, ``embedding_norm``;
     - embeddings and head: ``positions`` (fields giving a learned position table's rows,
-    with ``position_default`` and ``position_offset``), ``embedding_width`` (OPT's
+    the class default when the file leaves them out, and ``position_offset``), ``embedding_width`` (OPT's
     narrower embeddings), ``tied`` (the family's ``tie_word_embeddings`` default; None:
     the file must say), ``head_bias``;
     - ``refuse_if_true``: fields that describe a model this calculator does not count;
@@ -77,7 +77,6 @@ class Family:
     mlp_bias: bool | Flag = False
     qk_norm: QKNorm | None = None
     positions: tuple[str, ...] = ()
-    position_default: int = 0
     position_offset: int = 0
     embedding_norm: bool = False
     embedding_width: tuple[str, ...] = ()
@@ -136,10 +135,7 @@ class Family:
         tied = r.flag("tie_word_embeddings", bool(self.tied))
         positions = 0
         if self.positions:
-            positions = (
-                r.whole(*self.positions, default=self.position_default)
-                + self.position_offset
-            )
+            positions = r.whole(*self.positions) + self.position_offset
         embedding_width = (
             r.whole(*self.embedding_width, default=width, why="the model's width")
             if self.embedding_width

@@ -159,42 +159,32 @@ def experts_ernie(r: Reader, layers: int, width: int) -> list[Experts | None]:
             for i in range(layers)]
 
 
-def experts_qwen(
-    shared: bool, count_default: int, per_token_default: int, inner_default: int
-) -> Ffns:
+def experts_qwen(shared: bool) -> Ffns:
     """Qwen2-MoE and Qwen3-MoE: layers not in ``mlp_only_layers`` and at every
     ``decoder_sparse_step``-th place hold ``num_experts`` experts of
     ``moe_intermediate_size`` (Qwen2-MoE adds a gated shared expert of
     ``shared_expert_intermediate_size``); the other layers have a dense feed-forward
-    part of ``intermediate_size``."""
+    part of ``intermediate_size``. Every default is the family's class default."""
 
     def rule(r: Reader, layers: int, width: int) -> list[Experts | None]:
-        count = r.whole(
-            "num_experts", "num_local_experts", default=count_default, minimum=0
-        )
+        count = r.whole("num_experts", "num_local_experts", minimum=0)
         step = r.whole("decoder_sparse_step", default=1)
         dense_only = index_list(r, "mlp_only_layers", layers)
         if count == 0:
             return [None] * layers
-        inner = r.whole("moe_intermediate_size", default=inner_default)
+        inner = r.whole("moe_intermediate_size")
         extra: dict[str, Any] = {}
         if shared:
             extra = {
                 "shared": FeedForward(
                     width,
-                    r.whole("shared_expert_intermediate_size", default=5632),
+                    r.whole("shared_expert_intermediate_size"),
                     gated=True,
                 ),
                 "shared_gate": True,
             }
         e = _experts(
-            r,
-            width,
-            ("num_experts", "num_local_experts"),
-            count_default,
-            per_token_default,
-            inner,
-            **extra,
+            r, width, ("num_experts", "num_local_experts"), None, None, inner, **extra
         )
         return [
             None if (i in dense_only or (i + 1) % step) else e for i in range(layers)
@@ -204,14 +194,7 @@ def experts_qwen(
     return rule
 
 
-def experts_deepseek(
-    count_default: int,
-    per_token_default: int | None,
-    inner_default: int,
-    shared_default: int,
-    dense_default: int,
-    shared_bias: bool | Flag,
-) -> Ffns:
+def experts_deepseek(shared_bias: bool | Flag) -> Ffns:
     """DeepSeek-V2/V3: the first ``first_k_dense_replace`` layers are dense; the rest
     hold ``n_routed_experts`` experts of ``moe_intermediate_size``,
     ``num_experts_per_tok`` a token, plus ``n_shared_experts`` shared experts (one
@@ -219,7 +202,7 @@ def experts_deepseek(
     in float32 (``DeepseekV3TopkRouter``)."""
 
     def rule(r: Reader, layers: int, width: int) -> list[Experts | None]:
-        first_moe = r.whole("first_k_dense_replace", default=dense_default, minimum=0)
+        first_moe = r.whole("first_k_dense_replace", minimum=0)
         frequency = r.whole("moe_layer_freq", default=1)
         if frequency != 1:
             raise ValueError(
@@ -228,8 +211,8 @@ def experts_deepseek(
                 "layer after first_k_dense_replace, so a model with gaps "
                 "is not built as published"
             )
-        inner = r.whole("moe_intermediate_size", default=inner_default)
-        n_shared = r.whole("n_shared_experts", default=shared_default, minimum=0)
+        inner = r.whole("moe_intermediate_size")
+        n_shared = r.whole("n_shared_experts", minimum=0)
         shared = (
             FeedForward(
                 width, inner * n_shared, gated=True, bias=resolve(shared_bias, r)
@@ -238,14 +221,8 @@ def experts_deepseek(
             else None
         )
         e = _experts(
-            r,
-            width,
-            ("n_routed_experts", "num_experts", "num_local_experts"),
-            count_default,
-            per_token_default,
-            inner,
-            shared=shared,
-            router_float32=True,
+            r, width, ("n_routed_experts", "num_experts", "num_local_experts"), None,
+            None, inner, shared=shared, router_float32=True,
         )
         return [None if i < first_moe else e for i in range(layers)]
 
