@@ -77,7 +77,8 @@ def nested_defaults(model_type: str) -> dict[str, dict[str, Any]]:
     """The defaults of each nested config a decoder's config holds (DBRX's
     ``attn_config`` and ``ffn_config``), field by field."""
     found = entry(model_type)
-    return {k: dict(v) for k, v in found.get("nested_defaults", {}).items()} if found else {}
+    nested = found.get("nested_defaults", {}) if found else {}
+    return {k: dict(v) for k, v in nested.items()}
 
 
 def decoders() -> list[str]:

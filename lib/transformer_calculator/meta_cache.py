@@ -55,7 +55,8 @@ def floats(value: object, seen: set[int] | None = None) -> Iterator:
         for v in value:
             yield from floats(v, seen)
     elif hasattr(value, "__dict__") and not isinstance(value, (torch.nn.Module, type)):
-        if type(value).__module__.startswith(("transformers.cache", "transformers.mod")):
+        inside = ("transformers.cache", "transformers.mod")
+        if type(value).__module__.startswith(inside):
             for v in vars(value).values():
                 yield from floats(v, seen)
 

@@ -89,9 +89,9 @@ def _heads(config, layer: int, default: int) -> int:
 
 
 def _decoder_layers(model) -> list[tuple[str, object]]:
-    """(name, module) of each decoder layer: the outermost ``GradientCheckpointingLayer``
-    modules (every transformers decoder layer is one), or else the modules of the
-    largest ``ModuleList``."""
+    """(name, module) of each decoder layer: the outermost
+    ``GradientCheckpointingLayer`` modules (every transformers decoder layer is one),
+    or else the modules of the largest ``ModuleList``."""
     import torch
     from transformers.modeling_layers import GradientCheckpointingLayer
 
@@ -227,7 +227,8 @@ def _prompt_and_one_more(model, modules, ids, tokens: int, whole: bool = False):
     cache, first = run_passes(model, modules, ids[:, :tokens])
     if not whole:
         try:
-            return first, run_passes(model, modules, ids[:, tokens:tokens + 1], cache)[1]
+            one = ids[:, tokens : tokens + 1]
+            return first, run_passes(model, modules, one, cache)[1]
         except ValueError:
             raise
         except Exception:  # noqa: BLE001 - try the whole text, on a fresh cache

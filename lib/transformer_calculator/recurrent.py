@@ -161,9 +161,11 @@ class MLstm(_Summary):
     @property
     def parameters(self) -> int:
         b = 1 if self.bias else 0
-        projections = self.width * (2 * self.qk + 2 * self.v) + b * (2 * self.qk + 2 * self.v)
+        out = 2 * self.qk + 2 * self.v
+        projections = (self.width + b) * out
         gates = 2 * (self.width * self.heads + self.heads)
-        return projections + gates + self.v * (1 + b) + self.v * self.width + b * self.width
+        norm = self.v * (1 + b)
+        return projections + gates + norm + self.v * self.width + b * self.width
 
     @property
     def state(self) -> FixedState:

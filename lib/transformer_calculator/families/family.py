@@ -54,9 +54,9 @@ class Family:
     - normalisation: ``norm`` ("rms", "layer", "scale" or "fixed", or a rule),
       ``norms_per_layer``, ``final_norm``, ``embedding_norm``;
     - embeddings and head: ``positions`` (fields giving a learned position table's rows,
-    the class default when the file leaves them out, and ``position_offset``), ``embedding_width`` (OPT's
-    narrower embeddings), ``tied`` (the family's ``tie_word_embeddings`` default; None:
-    the file must say), ``head_bias``;
+    the class default when the file leaves them out, and ``position_offset``),
+    ``embedding_width`` (OPT's narrower embeddings), ``tied`` (the family's
+    ``tie_word_embeddings`` default; None: the file must say), ``head_bias``;
     - ``refuse_if_true``: fields that describe a model this calculator does not count;
       ``no_count``: fields the family reads that change no count;
     - ``layout``: a rule that lays out the whole model, for a family whose layers are

@@ -25,8 +25,8 @@ def layout_longcat(r: Reader) -> Layout:
     nope, rope = r.whole("qk_nope_head_dim"), r.whole("qk_rope_head_dim")
     if r.given("qk_head_dim") and r.whole("qk_head_dim") != nope + rope:
         raise ValueError(
-            f"config field qk_head_dim={r.cfg['qk_head_dim']!r} is not qk_nope_head_dim "
-            f"+ qk_rope_head_dim = {nope + rope}: not laid out here"
+            f"config field qk_head_dim={r.cfg['qk_head_dim']!r} is not "
+            f"qk_nope_head_dim + qk_rope_head_dim = {nope + rope}: not laid out here"
         )
     r.read.update({"num_key_value_heads", "head_dim", "num_hidden_layers"})
     attention = LatentAttention(

@@ -120,7 +120,8 @@ def mixers_jetmoe(r: Reader, layers: int, width: int) -> list:
             f"config field num_experts_per_tok={per_token} is more than the {count} "
             "experts"
         )
-    if r.given("num_attention_heads") and r.whole("num_attention_heads") != kv * per_token:
+    given = r.given("num_attention_heads")
+    if given and r.whole("num_attention_heads") != kv * per_token:
         raise ValueError(
             f"config field num_attention_heads={r.cfg['num_attention_heads']!r} is not "
             f"num_key_value_heads x num_experts_per_tok = {kv * per_token}, which "

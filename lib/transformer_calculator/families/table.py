@@ -20,8 +20,9 @@ from .rules_attention import (
     windows_qwen2, windows_qwen2_moe, windows_qwen3_moe, windows_smollm3,
 )
 from .rules_experts import (
-    experts_dbrx, experts_deepseek, experts_ernie, experts_every_layer, experts_granite_hybrid,
-    experts_granite_shared, experts_jamba, experts_jetmoe, experts_qwen, mixers_jetmoe,
+    experts_dbrx, experts_deepseek, experts_ernie, experts_every_layer,
+    experts_granite_hybrid, experts_granite_shared, experts_jamba, experts_jetmoe,
+    experts_qwen, mixers_jetmoe,
 )
 from .layouts import layout_longcat
 from .rules_recurrent import (
@@ -277,7 +278,8 @@ FAMILIES: tuple[Family, ...] = (
            experts=experts_dbrx,
            summary=("LayerNorms without bias, fused query-key-value projection, "
                     "experts in every layer")),
-    Family("JetMoE", ("jetmoe",), mixers=mixers_jetmoe, experts=experts_jetmoe, tied=True,
+    Family("JetMoE", ("jetmoe",), mixers=mixers_jetmoe, experts=experts_jetmoe,
+           tied=True,
            summary=("a mixture of attention heads (query experts over shared keys and "
                     "values) and a mixture of feed-forward experts in every layer")),
     Family("LongCat-Flash", ("longcat_flash",), layout=layout_longcat,
