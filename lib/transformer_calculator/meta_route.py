@@ -240,21 +240,25 @@ def _grows(run) -> set[int]:
     return {i for i, p in enumerate(run) if p.added != (0, 0)}
 
 
-def _pass_cache(i: int, runs, long_tokens: int) -> tuple[int, int | None, FixedState]:
-    """(numbers a token, tokens kept or None, fixed state) of the ``i``-th layer call:
-    what it wrote after one token, after two, after the long prompt and after one
-    more."""
+def _pass_cache(
+    i: int, runs, long_tokens: int, where: str
+) -> tuple[int, int | None, FixedState]:
+    """(numbers a token, tokens kept or None, fixed state) of the ``i``-th layer call
+    (``where``, for the messages): what it wrote after one token, after two, after the
+    long prompt and after one more."""
     (a, a32), (b, b32), (n, n32), (m, m32) = _cumulated(i, runs)
     grow = b - a
     if b32 != a32 or m32 != n32 or grow < 0:
-        raise ValueError(f"layer {i}'s cache grows in float32: not counted here")
+        raise ValueError(f"{where}'s cache grows in float32: not counted here")
     fixed = a - grow
     if m - n == grow and n == fixed + long_tokens * grow:
         return grow, None, FixedState(model_format=fixed, float32=a32)
     kept, rest = divmod(n - fixed, grow) if grow else (0, n - fixed)
     if m != n or rest or (grow and kept >= long_tokens):
         raise ValueError(
-            f"layer {i}'s cache grows in a way this calculator does not follow"
+            f"{where}'s cache grows neither by the same numbers every token nor up to "
+            "a window (DeepSeek-V4's compressed attention adds one entry every few "
+            "tokens): not counted here"
         )
     return grow, kept, FixedState(model_format=fixed, float32=a32)
 
@@ -315,7 +319,9 @@ def _assemble(model, text, layers, types, runs, long_tokens, bpn, name):
         if i not in calls:  # built but never run (a prediction head for training)
             outside += blocks_numbers[i]
             continue
-        parts = [(_pass_cache(c, runs, long_tokens), runs[0][c]) for c in calls[i]]
+        where = f"layer {i}" + (f" ({types[i]})" if len(types) == len(layers) else "")
+        parts = [(_pass_cache(c, runs, long_tokens, where), runs[0][c])
+                 for c in calls[i]]
         caps = {cap for (grow, cap, _), _ in parts if grow}
         if len(caps) > 1:
             raise ValueError(f"layer {i}'s passes keep different numbers of tokens")
