@@ -13,7 +13,7 @@ from transformer_calculator import catalog, costs
 from transformer_calculator.config import model_from_config
 from transformer_calculator.families import FAMILIES
 
-pytestmark = [pytest.mark.transformers, pytest.mark.slow(seconds=3)]
+pytestmark = [pytest.mark.transformers, pytest.mark.slow(seconds=6)]
 
 LAYOUTS = {t for f in FAMILIES for t in f.model_types}
 

@@ -18,7 +18,7 @@ from transformer_calculator.mixers import MixerKind
 from transformer_arithmetic import EXAMPLE_ACCELERATOR
 
 pytestmark = [pytest.mark.transformers, pytest.mark.meta_device, pytest.mark.torch_counts,
-              pytest.mark.slow(seconds=14)]
+              pytest.mark.slow(seconds=20)]
 
 SAMPLE = {
     "olmoe": {}, "gpt_oss": {}, "llama4_text": {}, "qwen3_next": {"layer_types": None},
