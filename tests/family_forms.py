@@ -14,10 +14,12 @@ the shrunk form, a real model on the CPU and its cache after a prompt and one mo
 """
 from __future__ import annotations
 
+import inspect
+
 import pytest
 import torch
 import transformers
-from transformers.cache_utils import get_layer_types_and_kwargs
+from transformers.cache_utils import DynamicCache, get_layer_types_and_kwargs
 
 from hf_reference import quiet
 from transformer_calculator import catalog
@@ -46,6 +48,7 @@ SHORT = (
     "num_attention_heads", "num_key_value_heads", "vocab_size", "max_position_embeddings",
     "rms_norm_eps", "layer_norm_eps", "hidden_act", "bos_token_id", "eos_token_id",
     "rope_theta", "tie_word_embeddings", "torch_dtype", "n_embd", "n_layer", "n_head",
+    "head_dim",
 )
 """The fields a short published config.json carries (Llama-2's, say)."""
 
@@ -72,6 +75,20 @@ SHRUNK = {
     "falcon_h1": {"mamba_d_ssm": 128, "mamba_n_heads": 8, "mamba_d_state": 8},
     "zamba2": {"layers_block_type": ["mamba", "hybrid"] * 4, "n_mamba_heads": 8},
     "gpt_neo": {"attention_types": [[["global", "local"], 4]], "window_size": 5},
+    "recurrent_gemma": {"attention_window_size": 5},
+    "dory": {"n_input_layers": 2, "n_output_layers": 2},
+    "inkling2_loop_text": {"swa_num_attention_heads": 4, "swa_num_key_value_heads": 2,
+                           "swa_head_dim": 16, "sliding_window_size": 5,
+                           "loop_layer_index_start": 2, "loop_layer_index_end": 6,
+                           "n_layers_per_attn_res_block": 2, "unpadded_vocab_size": 128,
+                           "loop_gate_rank": 8},
+    "zaya": {"num_experts_per_tok": 1},
+    "gemma3n_text": {"num_kv_shared_layers": 2},
+    "reformer": {"axial_pos_embds_dim": [32, 32], "attention_head_size": 16,
+                 "feed_forward_size": 96},
+    "xlstm": {"hidden_size": 128},
+    "longcat_flash": {"head_dim": 8, "zero_expert_num": 2, "expert_ffn_hidden_size": 32,
+                      "ffn_hidden_size": 96, "moe_topk": 2},
 }
 """Per-family changes to the shrunk form: a hybrid needs an attention layer to run."""
 
@@ -108,7 +125,8 @@ def shrunk_form(model_type: str, layers: int, overrides: dict | None = None) -> 
     for name in ("num_hidden_layers", "n_layer", "num_layers"):
         if name in d:
             cfg[name] = layers
-    ids = {k: None for k in ("pad_token_id", "bos_token_id", "eos_token_id") if k in d}
+    ids = {k: None if d[k] is None else 0  # a class that requires a token id keeps one
+           for k in ("pad_token_id", "bos_token_id", "eos_token_id") if k in d}
     return {**defaults_form(model_type), **cfg, **ids, **SHRUNK.get(model_type, {}),
             **(overrides or {})}
 
@@ -140,14 +158,25 @@ def build(cfg: dict, device: str = "meta") -> torch.nn.Module:
 
 def counts(model: torch.nn.Module, per_token: int | None) -> dict:
     """Parameters (shared tensors once), their bytes, and the parameters one token uses
-    (each stacked expert tensor counts ``per_token`` of its experts)."""
+    (each tensor of a module called ``experts``, or of an ``...Experts`` class with a
+    ``num_experts``, counts
+    ``per_token`` of its experts: as many as the module's ``num_experts``, or else its
+    tensors' first dimension; a router's tensors and one-dimensional ones are every
+    token's)."""
     unique = {id(p): (n, p) for n, p in model.named_parameters()}
+    experts = {name: getattr(m, "num_experts", None) for name, m in model.named_modules()
+               if name.split(".")[-1] == "experts"
+               or ("Experts" in type(m).__name__ and hasattr(m, "num_experts"))}
     params = sum(p.numel() for _, p in unique.values())
     active = 0
     for name, p in unique.values():
         parts = name.split(".")
-        routed = "experts" in parts[:-1] and per_token
-        active += p.numel() // p.shape[0] * per_token if routed else p.numel()
+        cut = next((k for k in range(len(parts) - 1, 0, -1)
+                    if ".".join(parts[:k]) in experts), None)
+        count = (experts[".".join(parts[:cut])] or p.shape[0]) if cut else 0
+        routed = (cut is not None and per_token and p.dim() >= 2 and p.shape[0] % count == 0
+                  and not {"router", "gate", "gating"} & set(parts[cut:]))
+        active += round(p.numel() // count * per_token) if routed else p.numel()
     return {"parameters": params, "active": active,
             "weight_bytes": sum(p.numel() * p.element_size() for _, p in unique.values())}
 
@@ -160,30 +189,68 @@ def layer_kinds(cfg: dict) -> list[tuple[str, int | None]]:
 
 
 def held_bytes(cache) -> int:
-    """Bytes of every floating-point tensor a transformers cache holds."""
-    total = 0
+    """Bytes of every floating-point tensor a transformers cache holds: its layers and
+    any other list it keeps (MiniMax's linear attention states), each tensor once."""
+    seen: set[int] = set()
 
-    def walk(value):
-        nonlocal total
+    def walk(value) -> int:
+        if id(value) in seen:
+            return 0
+        seen.add(id(value))
         if isinstance(value, torch.Tensor):
-            total += value.numel() * value.element_size() if value.is_floating_point() else 0
-        elif isinstance(value, dict):
-            for v in value.values():
-                walk(v)
-        elif isinstance(value, (list, tuple)):
-            for v in value:
-                walk(v)
+            return value.numel() * value.element_size() if value.is_floating_point() else 0
+        if isinstance(value, dict):
+            return sum(walk(v) for v in value.values())
+        if isinstance(value, (list, tuple)):
+            return sum(walk(v) for v in value)
+        if type(value).__module__.startswith("transformers.") and hasattr(value, "__dict__"):
+            return sum(walk(v) for k, v in vars(value).items() if k != "config")
+        return 0
 
-    for layer in cache.layers:
-        walk(vars(layer))
-    return total
+    return walk(cache)
+
+
+def kept_between_calls(model: torch.nn.Module) -> list:
+    """Tensors the model's modules keep as plain attributes between calls (neither
+    parameters nor buffers): RecurrentGemma's layers keep their cache so."""
+    kept = []
+    for m in model.modules():
+        own = {id(t) for t in (*m._parameters.values(), *m._buffers.values())}
+        kept += [v for v in vars(m).values()
+                 if isinstance(v, torch.Tensor) and id(v) not in own]
+    return kept
 
 
 def real_cache(model: torch.nn.Module, tokens: int, vocab: int) -> tuple[int, int]:
-    """Bytes the cache holds after a CPU prompt of ``tokens`` tokens and one more."""
+    """Bytes the cache holds after a CPU prompt of ``tokens`` tokens and one more: the
+    cache transformers returns (its ``past_key_values``, RWKV's ``state``, xLSTM's
+    ``cache``, Reformer's ``past_buckets_states``) and any tensor a module keeps between
+    calls."""
     ids = torch.randint(0, vocab, (1, tokens + 1), generator=torch.Generator().manual_seed(0))
+
+    given = {}
+
+    def state(out) -> dict:
+        for name in ("past_key_values", "state", "cache_params", "cache",
+                     "past_buckets_states"):
+            if getattr(out, name, None) is not None:
+                return {"cache" if name == "past_key_values" else name: getattr(out, name)}
+        return given
+
+    def held(out) -> int:
+        return held_bytes([*state(out).values(), *kept_between_calls(model)])
+
     with torch.no_grad():
         out = model(input_ids=ids[:, :tokens], use_cache=True)
-        first = held_bytes(out.past_key_values)
-        out = model(input_ids=ids[:, tokens:], cache=out.past_key_values, use_cache=True)
-        return first, held_bytes(out.past_key_values)
+        if not state(out) and "cache" in inspect.signature(model.forward).parameters:
+            # RecurrentGemma keeps its cache without returning it: hand it one
+            given["cache"] = DynamicCache(config=model.config)
+            out = model(input_ids=ids[:, :tokens], use_cache=True, **given)
+        first = held(out)
+        try:
+            out = model(input_ids=ids[:, tokens:], use_cache=True, **state(out))
+        except RuntimeError:  # CPM-Ant takes the whole text again with its cache
+            out = model(input_ids=ids[:, :tokens], use_cache=True)
+            first = held(out)
+            out = model(input_ids=ids, use_cache=True, **state(out))
+        return first, held(out)

@@ -16,7 +16,7 @@ from transformer_calculator.config import model_from_config
 from transformer_calculator.families import FAMILIES
 
 pytestmark = [pytest.mark.transformers, pytest.mark.meta_device, pytest.mark.torch_counts,
-              pytest.mark.slow(seconds=12)]
+              pytest.mark.slow(seconds=16)]
 
 LAYOUTS = sorted({t for f in FAMILIES for t in f.model_types} & set(catalog.decoders()))
 PROMPT = 8

@@ -3,7 +3,7 @@ device, read off it. Checked against a real CPU model of a shrunk copy (its para
 experts and the cache it really fills after a prompt and one more token), for a family of each
 kind of layer transformers has: experts, windows with attention sinks, chunked attention, linear
 attention (Gated DeltaNet), Mamba-2 beside attention, short convolutions, latent attention with
-an indexer, query-key norms after the blocks."""
+an indexer, query-key norms after the blocks, lightning attention, looped layers."""
 import json
 
 import pytest
@@ -18,13 +18,17 @@ from transformer_calculator.mixers import MixerKind
 from transformer_arithmetic import EXAMPLE_ACCELERATOR
 
 pytestmark = [pytest.mark.transformers, pytest.mark.meta_device, pytest.mark.torch_counts,
-              pytest.mark.slow(seconds=14)]
+              pytest.mark.slow(seconds=20)]
 
 SAMPLE = {
     "olmoe": {}, "gpt_oss": {}, "llama4_text": {}, "qwen3_next": {"layer_types": None},
-    "granitemoehybrid": {}, "lfm2": {"full_attn_idxs": [2, 5]}, "deepseek_v32": {}, "exaone4": {}, "minimax_m2": {},
+    "lfm2": {"full_attn_idxs": [2, 5]}, "deepseek_v32": {}, "exaone4": {}, "minimax_m2": {},
+    "minimax": {}, "dory": {}, "cpmant": {}, "reformer": {},
 }
-"""A family of each kind, with the changes its shrunk copy needs."""
+"""A family of each kind, with the changes its shrunk copy needs: also MiniMax's lightning
+attention (its states in a list of the cache's own), Dory's looped layers (each call its own
+cache), CPM-Ant (the whole text again with its cache) and Reformer (run for real on the CPU,
+which the meta device cannot)."""
 PROMPT = 8
 
 

@@ -116,6 +116,11 @@ def catalogue() -> dict:
         if kind == "decoder":
             entry["aliases"] = dict(sorted(getattr(cls, "attribute_map", {}).items()))
             entry["defaults"] = defaults(cls)
+            nested = {key: defaults(sub)
+                      for key, sub in (getattr(cls, "sub_configs", {}) or {}).items()
+                      if key != "text_config" and dataclasses.is_dataclass(sub)}
+            if nested:
+                entry["nested_defaults"] = nested
         types[model_type] = entry
     return {"transformers": transformers.__version__, "types": types}
 

@@ -185,7 +185,7 @@ def held_bytes(d: Design, m: ModelShape, tokens: int) -> int:
     s = _shape_for(d, m)
     if d.kind == "convolution":
         return m.layers * min(n, d.kernel - 1) * m.width * m.bytes_per_number
-    if d.kind == "recurrent":     # an LSTM's two vectors a layer: its output and its cell
+    if d.kind == "recurrent":  # an LSTM's two vectors a layer: its output and its cell
         return m.layers * 2 * m.width * m.bytes_per_number
     if d.kind == "summary":
         return state_bytes(d, m)

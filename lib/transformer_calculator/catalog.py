@@ -21,6 +21,7 @@ __all__ = [
     "entry",
     "kind",
     "defaults",
+    "nested_defaults",
     "decoders",
     "model_types",
 ]
@@ -70,6 +71,14 @@ def defaults(model_type: str) -> dict[str, Any]:
     shipped)."""
     found = entry(model_type)
     return dict(found.get("defaults", {})) if found else {}
+
+
+def nested_defaults(model_type: str) -> dict[str, dict[str, Any]]:
+    """The defaults of each nested config a decoder's config holds (DBRX's
+    ``attn_config`` and ``ffn_config``), field by field."""
+    found = entry(model_type)
+    nested = found.get("nested_defaults", {}) if found else {}
+    return {k: dict(v) for k, v in nested.items()}
 
 
 def decoders() -> list[str]:

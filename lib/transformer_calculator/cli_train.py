@@ -11,7 +11,7 @@ import math
 from .activations import RECOMPUTE
 from .cli_splits import split_assumptions, split_given, split_of
 from .matrices import matrices
-from .estimate.report import estimate_text, training_estimate
+from .estimate.report import at_peak, estimate_text, training_estimate
 from .report_text import bytes_text, seconds_text, table
 from .splits import Split, chip_link, training_split
 from .splits.text import training_split_lines
@@ -337,6 +337,11 @@ def run_train(args, load_model, apply_formats, chip_of) -> str:
         result["assumptions"] = [
             a for a in result["assumptions"] if not a.startswith("time:")
         ] + [_SPLIT_TIME] + split_assumptions(split.overlap)
+    peak = at_peak(chip)  # the estimate stands beside the floor at the chip's peak
+    if peak is not chip:
+        figures = (training_split(model, peak, split, t, args.tokens)
+                   if "split" in result else train_report(model, peak, t, args.tokens,
+                                                          list(notes)))
     try:
         result["estimate"] = training_estimate(model, chip, split, t, figures)
     except ValueError:  # a format whose parts the estimate cannot price

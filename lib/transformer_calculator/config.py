@@ -44,14 +44,16 @@ from pathlib import Path
 
 import published
 
-from .catalog import TRANSFORMERS_VERSION, defaults, kind
+from .catalog import TRANSFORMERS_VERSION, defaults, kind, nested_defaults
 from .context import context_limit
 from .families import GENERIC, GPT2_NAMES, Family, Reader, family_for, short
 from .families.rules_layers import width_field
 from .layout import Layout
 from .model import Model
 from .quantization import weight_format
-from .refusals import language_model, refuse_global, refuse_kind, refuse_unread
+from .refusals import (
+    language_model, refuse_global, refuse_kind, refuse_per_layer, refuse_unread,
+)
 from .stored import weight_bytes
 
 __all__ = ["DTYPE_BYTES", "ROUTES", "model_from_config", "read_config",
@@ -199,7 +201,13 @@ def _layout_notes(layout: Layout, bpn: int, cfg: dict) -> list[str]:
     parts."""
     notes = []
     stored = layout.stored_cache_bytes(bpn, 1) - layout.state_bytes(bpn)
-    if stored != layout.cache_bytes_per_token(bpn):
+    if stored == 0 < layout.cache_bytes_per_token(bpn):
+        notes.append(
+            "transformers keeps no cache for this family (each new token runs the "
+            "whole text again); a cache of its keys and values needs "
+            f"{layout.cache_bytes_per_token(bpn):,} bytes a token, the figure used here"
+        )
+    elif stored != layout.cache_bytes_per_token(bpn):
         notes.append(
             f"transformers' own cache holds {stored:,} bytes a token (keys "
             "and values copied out to "
@@ -282,7 +290,8 @@ def _measured(cfg, name, route, model_type) -> tuple[Model, list[str]]:
         )
     notes: list[str] = []
     bpn = _bytes_per_number(cfg, notes)
-    model = meta_route.measure(cfg, bpn, name)
+    model, measured = meta_route.measure(cfg, bpn, name)
+    notes += measured
     why = "" if route == "transformers" else " (no layout of its own here)"
     notes.insert(
         0,
@@ -296,6 +305,7 @@ def _measured(cfg, name, route, model_type) -> tuple[Model, list[str]]:
 
 def _from_layout(cfg, name, family, model_type) -> tuple[Model, list[str]]:
     """The model of ``cfg`` by the calculator's own layout of its family."""
+    refuse_per_layer(cfg)
     known = family is not GENERIC
     notes: list[str] = []
     if not known:
@@ -310,7 +320,8 @@ def _from_layout(cfg, name, family, model_type) -> tuple[Model, list[str]]:
             f"read as {family.title} ({model_type}), as transformers builds "
             f"it: {family.summary}"
         )
-    r = Reader(cfg, family.title, defaults(model_type) if known else {})
+    r = Reader(cfg, family.title, defaults(model_type) if known else {},
+               nested_defaults(model_type) if known else {})
     layout = family.build(r)
     bpn = _bytes_per_number(cfg, notes)
     model = Model(layout=layout, bytes_per_number=bpn, name=name)

@@ -80,9 +80,10 @@ def weight_bytes_read(model: Model, tokens: int = 1) -> int:
 
 
 def multiplied_parameters(model: Model) -> int:
-    """Numbers one token multiplies by: the active parameters but the tables it only
-    gathers a row from (an untied input table, a learned position table)."""
-    return model.layout.active_parameters - stored.gathered_numbers(model)
+    """Numbers one token multiplies by: the active parameters (a looped layer's once a
+    pass) but the tables it only gathers a row from (an untied input table, a learned
+    position table)."""
+    return model.layout.work_parameters - stored.gathered_numbers(model)
 
 
 def cache_bytes_per_token(model: Model) -> int:

@@ -97,7 +97,9 @@ class Experts(FeedForwardPart):
     ``bias``: each expert's matrices have biases (gpt-oss); ``tokens_from`` is the
     number of model copies whose tokens these experts serve (1 for a whole model; a
     device of an expert-parallel group spread over several copies, as attention data
-    parallel spreads it, takes each copy's tokens: ``splits``)."""
+    parallel spreads it, takes each copy's tokens: ``splits``). ``zero``: experts that
+    do no work (LongCat-Flash's: the token passes through unchanged), which the router
+    may pick like the others; transformers still gives each a gate and an up matrix."""
 
     width: int
     count: int
@@ -109,6 +111,7 @@ class Experts(FeedForwardPart):
     router_extra: int = 0
     tokens_from: int = 1
     bias: bool = False
+    zero: int = 0
 
     @property
     def expert_parameters(self) -> int:
@@ -120,7 +123,14 @@ class Experts(FeedForwardPart):
     @property
     def router_parameters(self) -> int:
         """Weights of the router and any numbers beside them, a count."""
-        return self.count * self.width + self.router_extra
+        return (self.count + self.zero) * self.width + self.router_extra
+
+    @property
+    def working_per_token(self) -> float:
+        """Experts doing work a token is expected to pick: all ``per_token`` of them,
+        or with zero experts ``per_token * count / (count + zero)`` (each pick equally
+        likely to be any expert)."""
+        return self.per_token * self.count / (self.count + self.zero)
 
     @property
     def always_used(self) -> int:
@@ -130,23 +140,31 @@ class Experts(FeedForwardPart):
 
     @property
     def parameters(self) -> int:
-        """Every expert, the router and any shared expert."""
-        return self.count * self.expert_parameters + self.always_used
+        """Every expert, the router and any shared expert (and the unused matrices
+        transformers gives zero experts)."""
+        unused = self.zero * 2 * self.width * self.inner
+        return self.count * self.expert_parameters + unused + self.always_used
 
     @property
     def active_parameters(self) -> int:
         """Its ``per_token`` experts (for each copy it serves) plus what every token
-        uses."""
-        routed = self.per_token * self.tokens_from * self.expert_parameters
-        return routed + self.always_used
+        uses (with zero experts, those expected to do work, rounded to a whole
+        number)."""
+        routed = self.working_per_token * self.tokens_from * self.expert_parameters
+        return round(routed) + self.always_used
+
+    def touched(self, tokens: int) -> float:
+        """Experts doing work that ``tokens`` tokens (from each copy it serves) are
+        expected to touch (uniform routing)."""
+        every = self.count + self.zero
+        picked = tokens * self.tokens_from
+        return (expected_distinct_experts(every, self.per_token, picked)
+                * self.count / every)
 
     def read_parameters(self, tokens: int) -> float:
         """The experts ``tokens`` tokens are expected to touch (uniform routing) plus
         what every token uses."""
-        touched = expected_distinct_experts(
-            self.count, self.per_token, tokens * self.tokens_from
-        )
-        return touched * self.expert_parameters + self.always_used
+        return self.touched(tokens) * self.expert_parameters + self.always_used
 
     @property
     def float32_parameters(self) -> int:

@@ -41,11 +41,13 @@ def _bias(present: bool, size: int) -> int:
 class Block:
     """One layer: a mixer, a feed-forward part (None for Mamba's blocks, which have
     none), and ``norms`` numbers of normalisation (scales and biases of every norm in
-    the block)."""
+    the block); ``passes``: times a token runs through it (more than 1 for a looped
+    layer, whose weights are held once and multiplied once a pass)."""
 
     mixer: Mixer
     ffn: FeedForwardPart | None
     norms: int
+    passes: int = 1
 
     @property
     def parameters(self) -> int:
@@ -60,13 +62,19 @@ class Block:
     def active_parameters(self) -> int:
         """Numbers one token's step multiplies in this block, a count."""
         ffn = self.ffn.active_parameters if self.ffn else 0
-        return self.mixer.parameters + ffn + self.norms
+        return self.mixer.active_parameters + ffn + self.norms
+
+    @property
+    def work_parameters(self) -> int:
+        """Numbers one token multiplies in this block, once a pass, a count."""
+        return self.passes * self.active_parameters
 
     def read_parameters(self, tokens: int) -> float:
         """Numbers a step carrying ``tokens`` tokens is expected to read from this
-        block."""
+        block (again on each pass)."""
         ffn = self.ffn.read_parameters(tokens) if self.ffn else 0.0
-        return self.mixer.parameters + ffn + self.norms
+        mixer = self.mixer.read_parameters(tokens)
+        return self.passes * (mixer + ffn + self.norms)
 
     @property
     def float32_parameters(self) -> int:
@@ -166,6 +174,12 @@ class Layout:
         return self.outside_blocks + sum(b.active_parameters for b in self.blocks)
 
     @cached_property
+    def work_parameters(self) -> int:
+        """Numbers one token's step multiplies: the active ones, a looped layer's once
+        for each pass (twice this is the step's weight operations)."""
+        return self.outside_blocks + sum(b.work_parameters for b in self.blocks)
+
+    @cached_property
     def float32_parameters(self) -> int:
         """Numbers held in float32 whatever the model's format (DeepSeek's routers,
         gpt-oss's normalisations)."""
@@ -190,7 +204,7 @@ class Layout:
         """Bytes of weights one step reads when it carries ``tokens`` tokens at once
         (all of them for a dense model; for experts, those the tokens are expected to
         touch)."""
-        if not self.has_experts:
+        if not self.has_experts and all(b.passes == 1 for b in self.blocks):
             return self.weight_bytes(bytes_per_number)
         f32 = self.float32_parameters
         numbers = self.outside_blocks + sum(
@@ -279,7 +293,9 @@ class Layout:
         """Shortest sequence, in tokens, at which the pair work of all layers over the
         whole sequence exceeds the work of the blocks' weights for it; None if it never
         does (no attention, or windows that cap the pair work below the weight work)."""
-        weights = 2 * sum(b.active_parameters - b.norms for b in self.blocks)  # a token
+        weights = 2 * sum(  # a token
+            b.work_parameters - b.passes * b.norms for b in self.blocks
+        )
         attending = [b for b in self.blocks if b.mixer.pair_flops]
         if not attending:
             return None

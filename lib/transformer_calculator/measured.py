@@ -38,7 +38,9 @@ class MeasuredMixer(Mixer):
     key and value channels of every query head (a pair costs two operations per
     channel); ``summary``: the numbers of its running summary (two multiply-adds each a
     token, as for Mamba); ``heads``, ``kv_heads`` and ``head_dim``: its query heads and
-    the heads and width of the keys it caches (0 for a layer without attention)."""
+    the heads and width of the keys it caches (0 for a layer without attention);
+    ``passes``: times a token runs through the layer (a looped layer), the cache and
+    the pairs being those of every pass together."""
 
     kind_of_mixing: MixerKind
     label: str
@@ -51,6 +53,7 @@ class MeasuredMixer(Mixer):
     heads: int = 0
     kv_heads: int = 0
     head_dim: int = 0
+    passes: int = 1
 
     @property
     def kind(self) -> MixerKind:
@@ -92,7 +95,8 @@ class MeasuredMixer(Mixer):
     def describe(self) -> str:
         words = self.label.replace("_", " ")
         kept = f", keeping {self.cap:,} tokens" if self.cap is not None else ""
-        return f"{words}{kept} (as transformers builds it)"
+        loops = f", run {self.passes} times a token" if self.passes > 1 else ""
+        return f"{words}{kept}{loops} (as transformers builds it)"
 
 
 @dataclass(frozen=True)

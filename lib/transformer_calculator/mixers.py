@@ -77,6 +77,16 @@ class Mixer(ABC):
         """Weights, biases and normalisation numbers of this part, a count."""
 
     @property
+    def active_parameters(self) -> int:
+        """Numbers of this part one token multiplies (all of them, unless its heads
+        are experts a router picks)."""
+        return self.parameters
+
+    def read_parameters(self, tokens: int) -> float:
+        """Numbers a step carrying ``tokens`` tokens is expected to read."""
+        return self.parameters
+
+    @property
     @abstractmethod
     def cache_numbers(self) -> int:
         """Numbers each kept token adds to this layer's cache (0: no cache)."""
@@ -130,9 +140,10 @@ class Attention(Mixer):
     normalisations (0 for none). ``window``: the layer looks only at the last ``window``
     positions, itself included, so its cache keeps ``window - 1`` tokens (None: every
     position). ``stored_kv_heads``: key-value heads ``transformers`` keeps in its cache
-    when it keeps more than the architecture needs (keys and values copied to every
-    query head; None: as many as the architecture). ``sinks``: one learned number a
-    query head that every row of scores also competes with (gpt-oss)."""
+    when it keeps other than the architecture needs (keys and values copied to every
+    query head; 0: it keeps no cache and runs the whole text again for each token;
+    None: as many as the architecture). ``sinks``: one learned number a query head
+    that every row of scores also competes with (gpt-oss)."""
 
     width: int
     heads: int
@@ -164,7 +175,8 @@ class Attention(Mixer):
 
     @property
     def stored_cache_numbers(self) -> int:
-        return 2 * (self.stored_kv_heads or self.kv_heads) * self.head_dim
+        stored = self.kv_heads if self.stored_kv_heads is None else self.stored_kv_heads
+        return 2 * stored * self.head_dim
 
     @property
     def cache_cap(self) -> int | None:

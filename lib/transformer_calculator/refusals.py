@@ -10,6 +10,7 @@ __all__ = [
     "HARMLESS_FIELDS",
     "refuse_unread",
     "refuse_global",
+    "refuse_per_layer",
     "refuse_kind",
     "language_model",
 ]
@@ -158,12 +159,19 @@ def _refuse_unread_defaults(
             )
 
 
+def refuse_per_layer(cfg: dict) -> None:
+    """Stop at ``per_layer_config`` (layers that differ field by field) on the layout
+    route, which lays out no family that has them."""
+    if not _neutral(cfg.get("per_layer_config")):
+        raise ValueError(
+            "config field per_layer_config is set: layers that differ field by field "
+            "are counted from the model transformers builds (--route transformers), "
+            "not by a layout"
+        )
+
+
 def refuse_global(cfg: dict) -> None:
-    for key, why in (
-        ("per_layer_config", "layers that differ field by field are not covered"),
-    ):
-        if not _neutral(cfg.get(key)):
-            raise ValueError(f"config field {key} is set: {why}")
+    """Stop at a file that describes an encoder-decoder."""
     if cfg.get("is_encoder_decoder") not in (None, False) or cfg.get(
         "add_cross_attention"
     ) not in (None, False):

@@ -16,7 +16,7 @@ from functools import lru_cache
 from transformer_arithmetic.search import last_true
 
 from .formats import CacheAsModel, Unpacked
-from .feedforward import Experts, expected_distinct_experts
+from .feedforward import Experts
 from .layout import FLOAT32_BYTES, Block
 from .matrices import Matrix, expert_matrices, matrices
 from .mixers import Attention, LatentAttention
@@ -148,11 +148,14 @@ def read_bytes(model: Model, tokens: int, positions: int | None = None) -> int:
         model, tokens, tokens if positions is None else positions
     )
     for e, n in expert_kinds(model.layout):
-        idle = e.count - expected_distinct_experts(
-            e.count, e.per_token, tokens * e.tokens_from
-        )
-        untouched += n * idle * one_expert(model, e)[0]
-    return round(total - untouched)
+        untouched += n * (e.count - e.touched(tokens)) * one_expert(model, e)[0]
+    for b in model.layout.blocks:  # attention heads that are experts (JetMoE)
+        m = b.mixer
+        untouched += (m.parameters - m.read_parameters(tokens)) * model.bytes_per_number
+    again = sum(  # a looped layer's weights, read again on each later pass
+        (b.passes - 1) * b.parameters for b in model.layout.blocks
+    ) * model.bytes_per_number
+    return round(total - untouched) + again
 
 
 def active_packed_numbers(model: Model) -> dict[str, float]:
@@ -183,8 +186,7 @@ def dequant_flops_read(model: Model, tokens: int) -> float:
     fmt = model.weights.part("experts")
     if fmt is not None:
         for e, n in expert_kinds(model.layout):
-            touched = expected_distinct_experts(e.count, e.per_token, tokens)
-            total += n * fmt.dequant_ops * touched * one_expert(model, e)[1]
+            total += n * fmt.dequant_ops * e.touched(tokens) * one_expert(model, e)[1]
     return total
 
 
@@ -193,10 +195,7 @@ def packed_numbers_read(model: Model, tokens: int) -> float:
     back into a number once a step)."""
     total = float(packed_numbers(model))
     for e, n in expert_kinds(model.layout):
-        idle = e.count - expected_distinct_experts(
-            e.count, e.per_token, tokens * e.tokens_from
-        )
-        total -= n * idle * one_expert(model, e)[1]
+        total -= n * (e.count - e.touched(tokens)) * one_expert(model, e)[1]
     return total
 
 

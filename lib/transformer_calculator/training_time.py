@@ -68,11 +68,12 @@ class StepWork:
 
 def multiplied_parameters(model: Model) -> float:
     """Numbers one token is multiplied by in a forward pass: every matrix it uses (its
-    experts), not the tables it is looked up in, not the normalisations."""
+    experts; a looped layer's once a pass), not the tables it is looked up in, not the
+    normalisations."""
     layout = model.layout
-    norms = sum(b.norms for b in layout.blocks) + layout.final_norm
+    norms = sum(b.passes * b.norms for b in layout.blocks) + layout.final_norm
     norms += layout.embedding_norm
-    return layout.active_parameters - layout.looked_up - norms
+    return layout.work_parameters - layout.looked_up - norms
 
 
 def _head_numbers(model: Model) -> int:

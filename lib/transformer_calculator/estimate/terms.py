@@ -23,7 +23,6 @@ import published
 
 from ..chips import Chip, rate_for
 from ..costs import arithmetic_time, cache_bytes, prefill_limits
-from ..feedforward import expected_distinct_experts
 from ..matrices import matrices
 from ..model import Model
 from ..stored import (caching_kinds, expert_kinds, matrix_bytes, one_expert,
@@ -91,10 +90,10 @@ def _matrix_roofs(model: Model, chip: Chip, tokens: int, gen: str) -> list[Roof]
         add(name, compute, 2 * tokens * m.numbers, dequant, matrix_bytes(model, m))
     fmt = model.weights.part("experts")
     for e, layers in expert_kinds(model.layout):
-        touched = expected_distinct_experts(e.count, e.per_token, tokens)
+        touched = e.touched(tokens)
         nbytes, packed = one_expert(model, e)
         dequant = fmt.dequant_ops * touched * packed if fmt is not None else 0.0
-        flops = 2 * tokens * e.per_token * e.expert_parameters
+        flops = 2 * tokens * e.tokens_from * e.working_per_token * e.expert_parameters
         add("experts", fmt.compute if fmt is not None else "bf16", layers * flops,
             layers * dequant, layers * touched * nbytes)
     return [Roof(name, a, r, f"compute:{gen}:{c}", f"read:{gen}")

@@ -85,8 +85,12 @@ def training_parts(setup, figures: dict) -> TrainingParts:
                        "train dp")
     if s.pp > 1 and net is not None:
         link, kind = (net, "network") if s.tp * s.pp > domain else (fast, "nvlink")
-        sends = 2 * s.micro_batches * (s.pp - 1)
-        terms += [Count("pipeline sends", sends * tokens_mb * d * bpn
+        # a stage's own sends, forward and back, once a micro-batch and virtual
+        # stage (the stages send at once); a tensor-parallel share with sequence
+        # parallel (Megatron-LM's scatter-gather)
+        sends = 2 * s.micro_batches * s.virtual_stages
+        share = s.tp if s.sequence_parallel else 1
+        terms += [Count("pipeline sends", sends * tokens_mb * d * bpn / share
                         / link.bytes_per_s_each_way, f"train pp link:{kind}"),
                   Count("pipeline send steps", sends * link.step_latency_s,
                         f"train pp latency:{kind}")]

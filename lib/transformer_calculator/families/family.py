@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from ..feedforward import Experts, FeedForward
+from ..feedforward import Experts, FeedForward, FeedForwardPart
 from ..layout import Block, Layout
 from ..mixers import Attention, LatentAttention
 from .parts import NORM_NAMES, NORM_NUMBERS, Flag, QKNorm, resolve
@@ -45,18 +45,23 @@ class Family:
     - attention: ``kv_heads`` and ``head_dim`` (rules), ``qkv_bias`` and ``out_bias``,
     ``qk_norm``, ``windows`` (which layers see only recent positions), ``latent``
     (DeepSeek's compressed cache), ``stores_every_head`` (transformers' cache copies
-    keys and values out to every query head), ``sinks`` (a learned number a head);
+    keys and values out to every query head), ``sinks`` (a learned number a head),
+    ``keeps_no_cache`` (transformers keeps none: it runs the whole text again for each
+    token);
     - feed-forward: ``ffn_width`` (None: no feed-forward part), ``gated``, ``mlp_bias``,
-      ``experts`` (which layers hold a mixture of experts);
+      ``experts`` (which layers hold a mixture of experts), ``dense`` (a rule for a
+      feed-forward part of another kind, such as RWKV's channel mix);
     - ``mixers``: which layers are running summaries (Mamba) instead of attention;
     - normalisation: ``norm`` ("rms", "layer", "scale" or "fixed", or a rule),
       ``norms_per_layer``, ``final_norm``, ``embedding_norm``, ``float32_norms``;
     - embeddings and head: ``positions`` (fields giving a learned position table's rows,
-    with ``position_default`` and ``position_offset``), ``embedding_width`` (OPT's
-    narrower embeddings), ``tied`` (the family's ``tie_word_embeddings`` default; None:
-    the file must say), ``head_bias``;
+    the class default when the file leaves them out, and ``position_offset``),
+    ``embedding_width`` (OPT's narrower embeddings), ``tied`` (the family's
+    ``tie_word_embeddings`` default; None: the file must say), ``head_bias``;
     - ``refuse_if_true``: fields that describe a model this calculator does not count;
-      ``no_count``: fields the family reads that change no count."""
+      ``no_count``: fields the family reads that change no count;
+    - ``layout``: a rule that lays out the whole model, for a family whose layers are
+      not one mixer and one feed-forward part each (LongCat-Flash)."""
 
     title: str
     model_types: tuple[str, ...]
@@ -73,7 +78,6 @@ class Family:
     mlp_bias: bool | Flag = False
     qk_norm: QKNorm | None = None
     positions: tuple[str, ...] = ()
-    position_default: int = 0
     position_offset: int = 0
     embedding_norm: bool = False
     embedding_width: tuple[str, ...] = ()
@@ -81,14 +85,17 @@ class Family:
     tied: bool | None = False
     windows: Windows | None = None
     experts: Ffns | None = None
+    dense: Callable[[Reader, int], FeedForwardPart] | None = None
     mixers: Mixers | None = None
     latent: bool = False
     stores_every_head: bool | Callable[[Reader], bool] = False
     sinks: bool = False
     float32_norms: bool = False
+    keeps_no_cache: bool = False
     refuse_if_true: Mapping[str, str] = field(default_factory=dict)
     no_count: tuple[str, ...] = ()
     summary: str = ""
+    layout: Callable[[Reader], Layout] | None = None
 
     def build(self, r: Reader) -> Layout:
         """The ``Layout`` this family builds from the config in ``r``."""
@@ -97,6 +104,8 @@ class Family:
                 raise ValueError(f"config field {name}={short(r.cfg[name])}: {why}")
             r.read.add(name)
         r.read.update(self.no_count)  # fields the family reads that change no count
+        if self.layout is not None:
+            return self.layout(r)
         layers = r.whole(*self.names["layers"], maximum=MAX_LAYERS)
         width = r.whole(*self.names["width"])
         vocab = r.whole("vocab_size")
@@ -129,10 +138,7 @@ class Family:
         tied = r.flag("tie_word_embeddings", bool(self.tied))
         positions = 0
         if self.positions:
-            positions = (
-                r.whole(*self.positions, default=self.position_default)
-                + self.position_offset
-            )
+            positions = r.whole(*self.positions) + self.position_offset
         embedding_width = (
             r.whole(*self.embedding_width, default=width, why="the model's width")
             if self.embedding_width
@@ -191,6 +197,7 @@ class Family:
         head_dim = self.head_dim(r, width, heads)
         qk = self.qk_norm.numbers(r, heads, kv, head_dim) if self.qk_norm else 0
         stored = heads if resolve(self.stores_every_head, r) and kv != heads else None
+        stored = 0 if self.keeps_no_cache else stored
         qkv_bias, out_bias = resolve(self.qkv_bias, r), resolve(self.out_bias, r)
         return [
             Attention(
@@ -210,13 +217,15 @@ class Family:
 
     def _ffns(
         self, r: Reader, layers: int, width: int
-    ) -> list[FeedForward | Experts | None]:
+    ) -> list[FeedForwardPart | None]:
         if self.ffn_width is None:
             return [None] * layers
         experts = self.experts(r, layers, width) if self.experts else [None] * layers
         dense = None
         r.read.add("intermediate_size")  # the width of dense layers, when there are any
-        if any(e is None for e in experts):
+        if any(e is None for e in experts) and self.dense is not None:
+            dense = self.dense(r, width)
+        elif any(e is None for e in experts):
             dense = FeedForward(
                 width,
                 self.ffn_width(r, width),

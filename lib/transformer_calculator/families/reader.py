@@ -23,13 +23,34 @@ class Reader:
     remembered, and every default it falls back on is written down in ``notes``."""
 
     def __init__(
-        self, cfg: Mapping[str, Any], title: str, defaults: Mapping[str, Any] = {}
+        self,
+        cfg: Mapping[str, Any],
+        title: str,
+        defaults: Mapping[str, Any] = {},
+        nested: Mapping[str, Mapping[str, Any]] = {},
+        prefix: str = "",
     ) -> None:
         self.cfg = cfg
         self.title = title
         self.defaults = defaults
+        self.nested = nested
+        self.prefix = prefix
         self.notes: list[str] = []
         self.read: set[str] = set()
+
+    def sub(self, name: str) -> Reader:
+        """A reader of the nested config ``name`` (DBRX's ``attn_config``), with the
+        defaults of its own class; it writes its notes beside this reader's."""
+        self.read.add(name)
+        value = self.cfg.get(name)
+        if value is not None and not isinstance(value, Mapping):
+            raise ValueError(
+                f"config field {name} must be an object, got {short(value)}"
+            )
+        sub = Reader(value or {}, self.title, self.nested.get(name, {}),
+                     prefix=f"{self.prefix}{name}.")
+        sub.notes = self.notes
+        return sub
 
     def raw(self, names: Sequence[str]) -> tuple[str, Any] | None:
         """(name, value) of the first of ``names`` present and not null, or None if none
@@ -64,7 +85,7 @@ class Reader:
         else:
             shown = f"{value:,}" if isinstance(value, int) else repr(value)
         reason = why or f"the {self.title} default in transformers"
-        note = f"{name} not given: using {shown} ({reason})"
+        note = f"{self.prefix}{name} not given: using {shown} ({reason})"
         if note not in self.notes:
             self.notes.append(note)
         return value
@@ -82,7 +103,12 @@ class Reader:
         found = self.raw(names)
         if found is None:
             if default is None:
-                raise ValueError(f"config field {names[0]} is missing")
+                null = any(n in self.defaults for n in names)
+                raise ValueError(
+                    f"config field {self.prefix}{names[0]} is missing"
+                    + (f" (the {self.title} default in transformers is null: its "
+                       "model needs it stated)" if null else "")
+                )
             return self.default(names[0], default, why)
         return whole_field(*found, minimum=minimum, maximum=maximum)
 
@@ -98,14 +124,18 @@ class Reader:
         return found[1]
 
     def layer_list(
-        self, name: str, layers: int, allowed: Sequence[str]
+        self,
+        name: str,
+        layers: int,
+        allowed: Sequence[str],
+        aliases: Sequence[str] = (),
     ) -> list[str] | None:
-        """A list of one layer kind per layer (e.g. ``layer_types``), or None when
-        absent."""
-        found = self.raw((name,))
+        """A list of one layer kind per layer (e.g. ``layer_types``, or one of
+        ``aliases``), or None when absent."""
+        found = self.raw((name, *aliases))
         if found is None:
             return None
-        value = found[1]
+        name, value = found
         if (
             not isinstance(value, list)
             or len(value) != layers

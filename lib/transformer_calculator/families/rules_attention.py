@@ -40,6 +40,12 @@ def kv_multi_query_flag(r: Reader, heads: int) -> int:
     return 1 if r.flag("multi_query", True) else heads
 
 
+def kv_dbrx(r: Reader, heads: int) -> int:
+    """DBRX (``DbrxAttention``): ``attn_config.kv_n_heads`` key-value heads (default
+    1)."""
+    return r.sub("attn_config").whole("kv_n_heads")
+
+
 def kv_falcon(r: Reader, heads: int) -> int:
     """Falcon (``FalconAttention``): the new decoder architecture has ``num_kv_heads``
     (default: all heads); otherwise ``multi_query`` (default true) means one, and its
@@ -112,16 +118,11 @@ def _window_size(r: Reader, default: int | None) -> int | None:
     return whole_field(*found)
 
 
-def windows_all(default: int | None) -> Windows:
-    """Every layer sees the last ``sliding_window`` positions when the field is set
-    (Mistral, Mixtral, Phi-3, StarCoder2: one ``sliding_window`` for the whole
-    model)."""
-
-    def rule(r: Reader, layers: int) -> list[int | None]:
-        return [_window_size(r, default)] * layers
-
-    rule.__doc__ = windows_all.__doc__
-    return rule
+def windows_all(r: Reader, layers: int) -> list[int | None]:
+    """Every layer sees the last ``sliding_window`` positions when the field (or its
+    class default) is set (Mistral, Mixtral, Phi-3, StarCoder2: one ``sliding_window``
+    for the whole model)."""
+    return [_window_size(r, None)] * layers
 
 
 def _windows_from_types(

@@ -9,6 +9,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..attention_kinds import MixtureOfAttention
 from ..feedforward import Experts, FeedForward
 from .parts import Flag, resolve
 from .reader import Reader, whole_field
@@ -85,6 +86,68 @@ def experts_granite_shared(r: Reader, layers: int, width: int) -> list[Experts |
     return [e] * layers
 
 
+def experts_granite_hybrid(r: Reader, layers: int, width: int) -> list[Experts | None]:
+    """Granite 4.0 hybrid (``GraniteMoeHybridDecoderLayer``): with ``num_local_experts``
+    above 0, every layer holds that many experts of ``intermediate_size`` beside the
+    gated shared part of ``shared_intermediate_size`` every token uses; with 0, the
+    shared part alone is the layer's feed-forward part."""
+    count = r.whole("num_local_experts", "num_experts", default=8, minimum=0)
+    if count == 0:
+        r.read.update({"num_experts_per_tok", "intermediate_size"})
+        return [None] * layers
+    return experts_granite_shared(r, layers, width)
+
+
+def experts_dbrx(r: Reader, layers: int, width: int) -> list[Experts | None]:
+    """DBRX (``DbrxFFN``): every layer holds ``ffn_config.moe_num_experts`` gated
+    experts of ``ffn_config.ffn_hidden_size``, ``ffn_config.moe_top_k`` a token, and a
+    router without bias."""
+    f = r.sub("ffn_config")
+    count = f.whole("moe_num_experts")
+    per_token = f.whole("moe_top_k")
+    if per_token > count:
+        raise ValueError(
+            f"config field ffn_config.moe_top_k={per_token} is more than the {count} "
+            "experts"
+        )
+    e = Experts(width=width, count=count, per_token=per_token,
+                inner=f.whole("ffn_hidden_size"))
+    return [e] * layers
+
+
+def experts_jetmoe(r: Reader, layers: int, width: int) -> list[Experts | None]:
+    """JetMoE (``JetMoeMoE``): every layer holds ``num_local_experts`` gated experts of
+    ``intermediate_size``, ``num_experts_per_tok`` a token, a router without bias and an
+    output bias every token uses."""
+    e = _experts(r, width, ("num_local_experts",), None, None,
+                 r.whole("intermediate_size"), router_extra=width)
+    return [e] * layers
+
+
+def mixers_jetmoe(r: Reader, layers: int, width: int) -> list:
+    """JetMoE (``JetMoeAttention``): every layer's attention is a mixture of
+    ``num_local_experts`` query experts of ``num_key_value_heads`` heads of
+    ``kv_channels``, ``num_experts_per_tok`` a token; transformers sets
+    ``num_attention_heads`` to their product."""
+    count = r.whole("num_local_experts")
+    per_token = r.whole("num_experts_per_tok")
+    kv = r.whole("num_key_value_heads")
+    if per_token > count:
+        raise ValueError(
+            f"config field num_experts_per_tok={per_token} is more than the {count} "
+            "experts"
+        )
+    given = r.given("num_attention_heads")
+    if given and r.whole("num_attention_heads") != kv * per_token:
+        raise ValueError(
+            f"config field num_attention_heads={r.cfg['num_attention_heads']!r} is not "
+            f"num_key_value_heads x num_experts_per_tok = {kv * per_token}, which "
+            "transformers' JetMoE uses"
+        )
+    return [MixtureOfAttention(width, count, per_token, kv,
+                               r.whole("kv_channels"))] * layers
+
+
 def experts_ernie(r: Reader, layers: int, width: int) -> list[Experts | None]:
     """ERNIE-4.5-MoE (``Ernie4_5_MoeDecoderLayer``): layer i holds ``moe_num_experts``
     experts of ``moe_intermediate_size``, ``moe_k`` a token, when (i + 1) is a multiple
@@ -114,42 +177,32 @@ def experts_ernie(r: Reader, layers: int, width: int) -> list[Experts | None]:
             for i in range(layers)]
 
 
-def experts_qwen(
-    shared: bool, count_default: int, per_token_default: int, inner_default: int
-) -> Ffns:
+def experts_qwen(shared: bool) -> Ffns:
     """Qwen2-MoE and Qwen3-MoE: layers not in ``mlp_only_layers`` and at every
     ``decoder_sparse_step``-th place hold ``num_experts`` experts of
     ``moe_intermediate_size`` (Qwen2-MoE adds a gated shared expert of
     ``shared_expert_intermediate_size``); the other layers have a dense feed-forward
-    part of ``intermediate_size``."""
+    part of ``intermediate_size``. Every default is the family's class default."""
 
     def rule(r: Reader, layers: int, width: int) -> list[Experts | None]:
-        count = r.whole(
-            "num_experts", "num_local_experts", default=count_default, minimum=0
-        )
+        count = r.whole("num_experts", "num_local_experts", minimum=0)
         step = r.whole("decoder_sparse_step", default=1)
         dense_only = index_list(r, "mlp_only_layers", layers)
         if count == 0:
             return [None] * layers
-        inner = r.whole("moe_intermediate_size", default=inner_default)
+        inner = r.whole("moe_intermediate_size")
         extra: dict[str, Any] = {}
         if shared:
             extra = {
                 "shared": FeedForward(
                     width,
-                    r.whole("shared_expert_intermediate_size", default=5632),
+                    r.whole("shared_expert_intermediate_size"),
                     gated=True,
                 ),
                 "shared_gate": True,
             }
         e = _experts(
-            r,
-            width,
-            ("num_experts", "num_local_experts"),
-            count_default,
-            per_token_default,
-            inner,
-            **extra,
+            r, width, ("num_experts", "num_local_experts"), None, None, inner, **extra
         )
         return [
             None if (i in dense_only or (i + 1) % step) else e for i in range(layers)
@@ -159,14 +212,7 @@ def experts_qwen(
     return rule
 
 
-def experts_deepseek(
-    count_default: int,
-    per_token_default: int | None,
-    inner_default: int,
-    shared_default: int,
-    dense_default: int,
-    shared_bias: bool | Flag,
-) -> Ffns:
+def experts_deepseek(shared_bias: bool | Flag) -> Ffns:
     """DeepSeek-V2/V3: the first ``first_k_dense_replace`` layers are dense; the rest
     hold ``n_routed_experts`` experts of ``moe_intermediate_size``,
     ``num_experts_per_tok`` a token, plus ``n_shared_experts`` shared experts (one
@@ -174,7 +220,7 @@ def experts_deepseek(
     in float32 (``DeepseekV3TopkRouter``)."""
 
     def rule(r: Reader, layers: int, width: int) -> list[Experts | None]:
-        first_moe = r.whole("first_k_dense_replace", default=dense_default, minimum=0)
+        first_moe = r.whole("first_k_dense_replace", minimum=0)
         frequency = r.whole("moe_layer_freq", default=1)
         if frequency != 1:
             raise ValueError(
@@ -183,8 +229,8 @@ def experts_deepseek(
                 "layer after first_k_dense_replace, so a model with gaps "
                 "is not built as published"
             )
-        inner = r.whole("moe_intermediate_size", default=inner_default)
-        n_shared = r.whole("n_shared_experts", default=shared_default, minimum=0)
+        inner = r.whole("moe_intermediate_size")
+        n_shared = r.whole("n_shared_experts", minimum=0)
         shared = (
             FeedForward(
                 width, inner * n_shared, gated=True, bias=resolve(shared_bias, r)
@@ -193,14 +239,8 @@ def experts_deepseek(
             else None
         )
         e = _experts(
-            r,
-            width,
-            ("n_routed_experts", "num_experts", "num_local_experts"),
-            count_default,
-            per_token_default,
-            inner,
-            shared=shared,
-            router_float32=True,
+            r, width, ("n_routed_experts", "num_experts", "num_local_experts"), None,
+            None, inner, shared=shared, router_float32=True,
         )
         return [None if i < first_moe else e for i in range(layers)]
 

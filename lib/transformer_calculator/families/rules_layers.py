@@ -71,10 +71,10 @@ def mixers_jamba(r: Reader, layers: int, width: int) -> list[Mamba | Mamba2 | No
     return [None if i % period == offset else mamba for i in range(layers)]
 
 
-def mixers_bamba(r: Reader, layers: int, width: int) -> list[Mamba | Mamba2 | None]:
-    """Bamba: the layers listed in ``attn_layer_indices`` are attention, the others
-    Mamba-2 mixers of ``mamba_n_heads`` heads (``BambaMixer``)."""
-    attention = index_list(r, "attn_layer_indices", layers)
+def _mamba2_bamba(r: Reader, width: int) -> Mamba2:
+    """A Mamba-2 mixer read from ``mamba_*`` fields (``BambaMixer``,
+    ``GraniteMoeHybridMambaLayer``): ``mamba_n_heads`` heads of ``mamba_d_head``
+    channels ("auto": ``mamba_expand * hidden_size / mamba_n_heads``)."""
     expand = r.whole("mamba_expand", default=2)
     inner = expand * width
     heads = r.whole("mamba_n_heads", default=128)
@@ -94,7 +94,7 @@ def mixers_bamba(r: Reader, layers: int, width: int) -> list[Mamba | Mamba2 | No
             f"config field mamba_n_groups={groups} does not divide "
             f"mamba_n_heads={heads}"
         )
-    mixer = Mamba2(
+    return Mamba2(
         width=width,
         inner=inner,
         heads=heads,
@@ -105,7 +105,32 @@ def mixers_bamba(r: Reader, layers: int, width: int) -> list[Mamba | Mamba2 | No
         conv_bias=r.flag("mamba_conv_bias", True),
         proj_bias=r.flag("mamba_proj_bias", False),
     )
+
+
+def mixers_bamba(r: Reader, layers: int, width: int) -> list[Mamba | Mamba2 | None]:
+    """Bamba: the layers listed in ``attn_layer_indices`` are attention, the others
+    Mamba-2 mixers of ``mamba_n_heads`` heads (``BambaMixer``)."""
+    attention = index_list(r, "attn_layer_indices", layers)
+    mixer = _mamba2_bamba(r, width)
     return [None if i in attention else mixer for i in range(layers)]
+
+
+_MAMBA_NAMES = ("linear_attention", "mamba")
+_ATTENTION_NAMES = ("full_attention", "attention")
+
+
+def mixers_granite_hybrid(
+    r: Reader, layers: int, width: int
+) -> list[Mamba | Mamba2 | None]:
+    """Granite 4.0 hybrid (``GraniteMoeHybridDecoderLayer``): ``layer_types`` (or its
+    alias ``layers_block_type``; "mamba" and "attention" are read as transformers
+    renames them) names each layer; a Mamba-2 mixer (Bamba's) where it says
+    ``linear_attention``, attention elsewhere; left out, every layer is Mamba-2."""
+    allowed = _MAMBA_NAMES + _ATTENTION_NAMES
+    types = r.layer_list("layer_types", layers, allowed, aliases=("layers_block_type",))
+    types = types or ["linear_attention"] * layers
+    mixer = _mamba2_bamba(r, width)
+    return [mixer if t in _MAMBA_NAMES else None for t in types]
 
 
 def mixers_mamba(r: Reader, layers: int, width: int) -> list[Mamba | Mamba2 | None]:

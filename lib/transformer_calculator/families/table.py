@@ -1,30 +1,40 @@
 """The families the calculator reads, one ``Family`` entry each: data, no code.
 
-Every entry gives the family's own field names, the defaults its ``transformers`` config
-class uses for fields a file leaves out, and the layout of its blocks (normalisations,
+Every entry gives the family's own field names and the layout of its blocks (norms,
 biases, position table, attention kind, windowed layers, experts, running-summary
 layers), naming a rule from ``rules_attention.py`` or ``rules_layers.py`` where a part
-is more than a switch. The reference is ``transformers`` 5.24.
+is more than a switch. The defaults its ``transformers`` config class uses for fields a
+file leaves out are not written here: they are read from the shipped catalogue
+(``catalog.py``), made from ``transformers`` itself. The reference is ``transformers``
+5.24.
 """
 from __future__ import annotations
 
 from .family import GPT2_NAMES, LLAMA_NAMES, Family
 from .parts import Flag, QKNorm
 from .rules_attention import (
-    head_dim_fixed, head_dim_from_field, head_dim_required, kv_all_heads, kv_falcon,
+    head_dim_fixed, head_dim_from_field, head_dim_required, kv_all_heads, kv_dbrx,
+    kv_falcon,
     kv_from_field, kv_multi_query_flag, kv_required, windows_all, windows_alternating,
     windows_cohere2, windows_exaone4, windows_gemma3, windows_gpt_oss,
     windows_ministral, windows_olmo3,
     windows_qwen2, windows_qwen2_moe, windows_qwen3_moe, windows_smollm3,
 )
 from .rules_experts import (
-    experts_deepseek, experts_ernie, experts_every_layer, experts_gpt_oss,
-    experts_granite_shared,
-    experts_jamba, experts_qwen,
+    experts_dbrx, experts_deepseek, experts_ernie, experts_every_layer,
+    experts_gpt_oss,
+    experts_granite_hybrid, experts_granite_shared, experts_jamba, experts_jetmoe,
+    experts_qwen, mixers_jetmoe,
+)
+from .layouts import layout_longcat
+from .rules_recurrent import (
+    dense_recurrent_gemma, dense_rwkv, dense_xlstm, mixers_recurrent_gemma, mixers_rwkv,
+    mixers_xlstm, norms_xlstm, windows_recurrent_gemma,
 )
 from .rules_layers import (
-    final_norm_opt, mixers_bamba, mixers_jamba, mixers_mamba, mixers_mamba2, norm_opt,
-    norms_falcon, norms_parallel_flag, width_field, width_four_times,
+    final_norm_opt, mixers_bamba, mixers_granite_hybrid, mixers_jamba, mixers_mamba,
+    mixers_mamba2, norm_opt, norms_falcon, norms_parallel_flag, width_field,
+    width_four_times,
 )
 
 __all__ = ["FAMILIES", "GENERIC", "REFUSED_TYPES", "STRUCTURE_FIELDS"]
@@ -41,39 +51,39 @@ FAMILIES: tuple[Family, ...] = (
     Family("Granite", ("granite",), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
            mlp_bias=Flag("mlp_bias", False),
            summary="the Llama layout with scaling factors that change no count"),
-    Family("Mistral", ("mistral",), windows=windows_all(4096),
+    Family("Mistral", ("mistral",), windows=windows_all,
            summary=("the Llama layout without biases; every layer windowed when "
                     "sliding_window is set")),
-    Family("Mixtral", ("mixtral",), windows=windows_all(None),
+    Family("Mixtral", ("mixtral",), windows=windows_all,
            experts=experts_every_layer,
            summary="the Mistral layout with a mixture of experts in every layer"),
-    Family("Qwen2", ("qwen2",), kv_heads=kv_from_field(32), qkv_bias=True,
+    Family("Qwen2", ("qwen2",), kv_heads=kv_from_field(), qkv_bias=True,
            windows=windows_qwen2,
            summary=("the Llama layout with biases on the query, key and value "
                     "projections")),
-    Family("Qwen2-MoE", ("qwen2_moe",), kv_heads=kv_from_field(16),
+    Family("Qwen2-MoE", ("qwen2_moe",), kv_heads=kv_from_field(),
            qkv_bias=Flag("qkv_bias", True), windows=windows_qwen2_moe,
-           experts=experts_qwen(True, 60, 4, 1408),
+           experts=experts_qwen(True),
            summary="Qwen2 with experts and a gated shared expert"),
-    Family("Qwen3", ("qwen3",), kv_heads=kv_from_field(32),
-           head_dim=head_dim_from_field(128), qkv_bias=_LLAMA_BIAS,
+    Family("Qwen3", ("qwen3",), kv_heads=kv_from_field(),
+           head_dim=head_dim_from_field(), qkv_bias=_LLAMA_BIAS,
            out_bias=_LLAMA_BIAS, qk_norm=QKNorm("head"), windows=windows_qwen2,
            summary="the Llama layout with queries and keys normalised per head"),
-    Family("Qwen3-MoE", ("qwen3_moe",), kv_heads=kv_from_field(4), qkv_bias=_LLAMA_BIAS,
+    Family("Qwen3-MoE", ("qwen3_moe",), kv_heads=kv_from_field(), qkv_bias=_LLAMA_BIAS,
            out_bias=_LLAMA_BIAS, qk_norm=QKNorm("head"), windows=windows_qwen3_moe,
-           experts=experts_qwen(False, 128, 8, 768),
+           experts=experts_qwen(False),
            summary="Qwen3 with a mixture of experts"),
-    Family("Gemma", ("gemma",), kv_heads=kv_from_field(16),
-           head_dim=head_dim_from_field(256), qkv_bias=_LLAMA_BIAS,
+    Family("Gemma", ("gemma",), kv_heads=kv_from_field(),
+           head_dim=head_dim_from_field(), qkv_bias=_LLAMA_BIAS,
            out_bias=_LLAMA_BIAS, tied=True,
            summary="the Llama layout with tied embeddings and a GELU gate"),
-    Family("Gemma-2", ("gemma2",), kv_heads=kv_from_field(4),
-           head_dim=head_dim_from_field(256), qkv_bias=_LLAMA_BIAS,
+    Family("Gemma-2", ("gemma2",), kv_heads=kv_from_field(),
+           head_dim=head_dim_from_field(), qkv_bias=_LLAMA_BIAS,
            out_bias=_LLAMA_BIAS, tied=True, norms_per_layer=4,
            windows=windows_alternating,
            summary="four RMSNorms a layer; windowed and full layers alternate"),
-    Family("Gemma-3", ("gemma3_text",), kv_heads=kv_from_field(4),
-           head_dim=head_dim_from_field(256), qkv_bias=_LLAMA_BIAS,
+    Family("Gemma-3", ("gemma3_text",), kv_heads=kv_from_field(),
+           head_dim=head_dim_from_field(), qkv_bias=_LLAMA_BIAS,
            out_bias=_LLAMA_BIAS, tied=True, norms_per_layer=4, qk_norm=QKNorm("head"),
            windows=windows_gemma3,
            summary=("four RMSNorms a layer, queries and keys normalised; most layers "
@@ -84,13 +94,13 @@ FAMILIES: tuple[Family, ...] = (
            qk_norm=QKNorm("head", per_channel=2, flag=Flag("qk_layernorm", False)),
            summary=("parallel attention and feed-forward after one LayerNorm; biases "
                     "everywhere")),
-    Family("Phi-3", ("phi3",), windows=windows_all(None),
+    Family("Phi-3", ("phi3",), windows=windows_all,
            summary=("the Llama layout with fused projections; every layer windowed "
                     "when sliding_window is set")),
     Family("GPT-2", ("gpt2",), names=GPT2_NAMES, kv_heads=kv_all_heads,
            head_dim=head_dim_fixed, ffn_width=width_field("n_inner", four_times=True),
            gated=False, norm="layer", qkv_bias=True, out_bias=True, mlp_bias=True,
-           positions=("n_positions", "max_position_embeddings"), position_default=1024,
+           positions=("n_positions", "max_position_embeddings"),
            tied=True, refuse_if_true=_CROSS_ATTENTION,
            summary=("LayerNorm blocks with biases everywhere and a learned position "
                     "table")),
@@ -127,23 +137,36 @@ FAMILIES: tuple[Family, ...] = (
            ffn_width=width_field("ffn_dim"), gated=False, norm=norm_opt,
            final_norm=final_norm_opt, qkv_bias=Flag("enable_bias", True),
            out_bias=Flag("enable_bias", True), mlp_bias=Flag("enable_bias", True),
-           positions=("max_position_embeddings",), position_default=2048,
+           positions=("max_position_embeddings",),
            position_offset=2, embedding_width=("word_embed_proj_dim",), tied=True,
+           summary=("LayerNorm blocks with biases and a learned position table of "
+                    "max_position_embeddings + 2 rows")),
+    Family("GPT (OpenAI GPT-1)", ("openai-gpt",), names=GPT2_NAMES,
+           kv_heads=kv_all_heads, head_dim=head_dim_fixed, ffn_width=width_four_times,
+           gated=False, norm="layer", final_norm=False, qkv_bias=True, out_bias=True,
+           mlp_bias=True, positions=("n_positions",), tied=True, keeps_no_cache=True,
+           no_count=("afn",),
+           summary=("LayerNorms after attention and the feed-forward part, biases "
+                    "everywhere, a learned position table, no final norm")),
+    Family("BioGPT", ("biogpt",), kv_heads=kv_all_heads, head_dim=head_dim_fixed,
+           gated=False, norm="layer", qkv_bias=True, out_bias=True, mlp_bias=True,
+           positions=("max_position_embeddings",), position_offset=2, tied=True,
+           no_count=("scale_embedding", "layerdrop"),
            summary=("LayerNorm blocks with biases and a learned position table of "
                     "max_position_embeddings + 2 rows")),
     Family("StarCoder (GPT-BigCode)", ("gpt_bigcode",), names=GPT2_NAMES,
            kv_heads=kv_multi_query_flag, head_dim=head_dim_fixed,
            ffn_width=width_field("n_inner", four_times=True), gated=False, norm="layer",
            qkv_bias=True, out_bias=True, mlp_bias=True,
-           positions=("n_positions", "max_position_embeddings"), position_default=1024,
+           positions=("n_positions", "max_position_embeddings"),
            tied=True, refuse_if_true=_CROSS_ATTENTION,
            summary="GPT-2 blocks with multi-query attention"),
-    Family("StarCoder2", ("starcoder2",), kv_heads=kv_from_field(2), gated=False,
+    Family("StarCoder2", ("starcoder2",), kv_heads=kv_from_field(), gated=False,
            norm="layer", qkv_bias=Flag("use_bias", True),
            out_bias=Flag("use_bias", True), mlp_bias=Flag("use_bias", True), tied=True,
-           windows=windows_all(None),
+           windows=windows_all,
            summary="LayerNorm blocks with biases and grouped attention"),
-    Family("StableLM", ("stablelm",), kv_heads=kv_from_field(32),
+    Family("StableLM", ("stablelm",), kv_heads=kv_from_field(),
            head_dim=head_dim_fixed, norm="layer", norms_per_layer=norms_parallel_flag,
            qkv_bias=Flag("use_qkv_bias", False),
            qk_norm=QKNorm("every head", flag=Flag("qk_layernorm", False)),
@@ -161,10 +184,10 @@ FAMILIES: tuple[Family, ...] = (
                     "bias")),
     Family("DeepSeek-V2", ("deepseek_v2",), latent=True,
            mlp_bias=Flag("mlp_bias", False),
-           experts=experts_deepseek(64, None, 1407, 2, 0, Flag("mlp_bias", False)),
+           experts=experts_deepseek(Flag("mlp_bias", False)),
            summary="latent attention and experts with shared experts"),
     Family("DeepSeek-V3", ("deepseek_v3",), latent=True,
-           experts=experts_deepseek(256, 8, 2048, 1, 3, False),
+           experts=experts_deepseek(False),
            summary="latent attention and experts with a shared expert"),
     Family("gpt-oss", ("gpt_oss",), qkv_bias=Flag("attention_bias", True),
            out_bias=Flag("attention_bias", True), sinks=True, float32_norms=True,
@@ -182,11 +205,11 @@ FAMILIES: tuple[Family, ...] = (
                      "shared_intermediate_size"),
            summary=("attention with its queries and keys normalised across every "
                     "head, experts in every layer")),
-    Family("Jamba", ("jamba",), kv_heads=kv_from_field(8), mixers=mixers_jamba,
+    Family("Jamba", ("jamba",), kv_heads=kv_from_field(), mixers=mixers_jamba,
            experts=experts_jamba,
            summary=("Mamba layers with an attention layer every few, experts every "
                     "other layer")),
-    Family("Bamba", ("bamba",), kv_heads=kv_from_field(8), mixers=mixers_bamba,
+    Family("Bamba", ("bamba",), kv_heads=kv_from_field(), mixers=mixers_bamba,
            qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS, mlp_bias=Flag("mlp_bias", False),
            summary="Mamba-2 layers with a few attention layers"),
     Family("SmolLM3", ("smollm3",), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
@@ -197,7 +220,7 @@ FAMILIES: tuple[Family, ...] = (
            windows=windows_ministral,
            summary="the Mistral layout, with windows layer by layer (layer_types)"),
     Family("Ministral-3", ("ministral3",), head_dim=head_dim_from_field(),
-           windows=windows_all(None),
+           windows=windows_all,
            summary=("the Mistral layout with head_dim; windowed when sliding_window is "
                     "set")),
     Family("Seed-OSS", ("seed_oss",), head_dim=head_dim_from_field(),
@@ -259,9 +282,31 @@ FAMILIES: tuple[Family, ...] = (
     Family("Granite-MoE-shared", ("granitemoeshared",), qkv_bias=_LLAMA_BIAS,
            out_bias=_LLAMA_BIAS, experts=experts_granite_shared,
            summary="Granite-MoE with a shared feed-forward part beside the experts"),
+    Family("Granite 4.0 hybrid", ("granitemoehybrid",), mixers=mixers_granite_hybrid,
+           head_dim=head_dim_from_field(), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
+           ffn_width=width_field("shared_intermediate_size"),
+           experts=experts_granite_hybrid, no_count=("position_embedding_type",),
+           summary=("Mamba-2 layers and attention layers as layer_types names them, "
+                    "experts beside a shared feed-forward part in every layer")),
+    Family("DBRX", ("dbrx",),
+           names={"layers": ("n_layers", "num_hidden_layers"),
+                  "width": ("d_model", "hidden_size"),
+                  "heads": ("n_heads", "num_attention_heads")},
+           kv_heads=kv_dbrx, head_dim=head_dim_fixed, norm="scale",
+           experts=experts_dbrx,
+           summary=("LayerNorms without bias, fused query-key-value projection, "
+                    "experts in every layer")),
+    Family("JetMoE", ("jetmoe",), mixers=mixers_jetmoe, experts=experts_jetmoe,
+           tied=True,
+           summary=("a mixture of attention heads (query experts over shared keys and "
+                    "values) and a mixture of feed-forward experts in every layer")),
+    Family("LongCat-Flash", ("longcat_flash",), layout=layout_longcat,
+           no_count=("routed_scaling_factor",),
+           summary=("two latent attentions and two feed-forward parts a layer, with "
+                    "a mixture of experts (some of which do no work) beside them")),
     Family("PhiMoE", ("phimoe",), norm="layer", qkv_bias=_LLAMA_BIAS,
            out_bias=_LLAMA_BIAS, head_bias=Flag("lm_head_bias", False),
-           windows=windows_all(None), experts=experts_every_layer,
+           windows=windows_all, experts=experts_every_layer,
            summary="LayerNorm blocks with experts in every layer"),
     Family("Mamba-2", ("mamba2",), ffn_width=None, mixers=mixers_mamba2,
            norms_per_layer=1,
@@ -270,6 +315,24 @@ FAMILIES: tuple[Family, ...] = (
            norms_per_layer=1,
            summary=("Mamba layers only, with normalisations without trainable numbers "
                     "inside the mixer")),
+    Family("RWKV", ("rwkv",), mixers=mixers_rwkv, dense=dense_rwkv, norm="layer",
+           embedding_norm=True, no_count=("context_length", "rescale_every"),
+           summary=("RWKV-4 blocks: a time mix (a decaying sum of past values) and a "
+                    "channel mix, after LayerNorms; a LayerNorm after the "
+                    "embeddings")),
+    Family("RecurrentGemma (Griffin)", ("recurrent_gemma",), head_dim=head_dim_fixed,
+           mixers=mixers_recurrent_gemma, windows=windows_recurrent_gemma,
+           qkv_bias=_LLAMA_BIAS, out_bias=True, dense=dense_recurrent_gemma, tied=True,
+           no_count=("logits_soft_cap", "w_init_variance_scale",
+                     "final_w_init_variance_scale"),
+           summary=("two recurrent blocks (RG-LRU) to each local attention layer, "
+                    "gated feed-forward parts with biases")),
+    Family("xLSTM", ("xlstm",),
+           names={**LLAMA_NAMES, "layers": ("num_hidden_layers", "num_blocks"),
+                  "width": ("hidden_size", "embedding_dim")},
+           mixers=mixers_xlstm, dense=dense_xlstm, norms_per_layer=norms_xlstm,
+           summary=("mLSTM layers (a gated key-value memory per head) and gated "
+                    "feed-forward parts, after RMSNorms")),
     Family("Mamba", ("mamba",), ffn_width=None, mixers=mixers_mamba, norms_per_layer=1,
            tied=True, summary="Mamba layers only: no attention, no feed-forward part"),
 )

@@ -14,7 +14,8 @@ from ..cli_train import UsageError
 from ..formats import CACHE_FORMATS
 from ..model import Model
 from ..serving import served
-from ..splits import Split, check_split, chip_link, stage_models
+from ..splits import (Split, check_split, chip_link, chip_machine, chip_network,
+                      stage_models)
 from ..training import OPTIMIZERS, Training
 from .runs import Run
 
@@ -115,10 +116,12 @@ def _chip(run: Run) -> Chip:
 
 
 def _split(run: Run, model: Model, c: Chip, tp: str, ep: str, dp: int) -> Split:
+    network = chip_network(c)
     s = Split(tp=_whole(run, tp, 1), pp=_whole(run, "pp", 1), ep=_whole(run, ep, 1),
-              dp=dp, link=chip_link(c))
+              dp=dp, link=chip_link(c), network=network,
+              machine=chip_machine(c) if network is not None else None)
     try:
-        check_split(model, s, c.facts.link_domain if c.facts else None)
+        check_split(model, s)
     except ValueError as err:
         raise ValueError(str(err).removeprefix("argument ")) from None
     return s
