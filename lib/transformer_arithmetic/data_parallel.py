@@ -144,16 +144,20 @@ def data_parallel_times(
     devices: int,
     batch: int,
     seq_len: int,
+    gradient_bytes: int | None = None,
 ) -> dict[str, float]:
     """Seconds of one data-parallel step on ``devices`` sharing ``batch`` sequences:
     each device's arithmetic (its share of the batch at the chip's rate), its backward
-    pass alone (two thirds of that), and the gradient all-reduce on ``link``."""
+    pass alone (two thirds of that), and the gradient all-reduce on ``link`` (at
+    ``gradient_bytes`` a number, the model's b unless given)."""
     n = checked_whole("devices", devices, minimum=1)
     batch = checked_whole("batch", batch, minimum=1)
     if batch % n:
         raise ValueError(f"batch={batch} does not divide among devices={n}")
     arithmetic = training_step_flops(m, batch // n, seq_len) / acc.flops_per_s
-    x = parameter_count(m) * m.bytes_per_number
+    g = m.bytes_per_number if gradient_bytes is None else checked_whole(
+        "gradient_bytes", gradient_bytes, minimum=1)
+    x = parameter_count(m) * g
     return {
         "arithmetic": arithmetic,
         "backward": arithmetic * 2 / 3,
