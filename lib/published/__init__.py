@@ -11,6 +11,7 @@ here, with the public source of each figure, and is read from here by both:
 - ``fabrics`` machines (the chips one fast-link domain joins, in-switch reduction, the
   network cards a chip), NCCL's cost model for each protocol, and published
   measurements of collectives (``data/fabrics.json``)
+- ``plans``   how published runs cut their models over their chips (``data/plans.json``)
 - ``models``  the published models' ``config.json`` files, as published
   (``models/``, with ``models/SOURCES.json`` naming each one's repository)
 
@@ -24,6 +25,7 @@ from .fabrics import (AchievedFacts, MachineFacts, ProtocolFacts, achieved,
                       achieved_rows, machine, machines, nvls_efficiency, protocol,
                       protocols)
 from .links import LinkFacts, call_latency_s, link, links
+from .plans import PlanFacts, plan, plans
 from .models import model_config, model_config_path, model_hub_id, model_names
 
 __all__ = [
@@ -44,6 +46,9 @@ __all__ = [
     "nvls_efficiency",
     "achieved",
     "achieved_rows",
+    "PlanFacts",
+    "plan",
+    "plans",
     "model_config",
     "model_config_path",
     "model_hub_id",
