@@ -11,6 +11,7 @@ every section of the page follows.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import published
 
@@ -87,13 +88,15 @@ def grown(m: ModelShape) -> ModelShape:
     """The page's large model: ``m`` grown by ``GROWTH`` (the book's example becomes a
     model of about 67 billion parameters with 8 key-value heads for its 64 query
     heads). Its key-value heads are its query heads over the larger of the group and
-    the example's own grouping, fewer if need be until they divide the query heads."""
+    the example's own grouping, or the nearest count that divides the query heads and
+    that a machine's chips can share out (it divides them, or they divide it)."""
     if not isinstance(m, ModelShape):
         raise ValueError(f"m must be a ModelShape, got {type(m).__name__}")
     heads = m.heads * GROWTH["heads"]
-    kv = max(1, heads // max(GROWTH["group"], m.group_size))
-    while heads % kv:
-        kv -= 1
+    target = heads / max(GROWTH["group"], m.group_size)
+    fits = [k for k in range(1, heads + 1) if heads % k == 0
+            and (k % MACHINE_DEVICES == 0 or MACHINE_DEVICES % k == 0)]
+    kv = min(fits, key=lambda k: (abs(math.log(k / target)), -k))
     return dataclasses.replace(
         m,
         layers=m.layers * GROWTH["layers"],

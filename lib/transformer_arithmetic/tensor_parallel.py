@@ -36,6 +36,7 @@ __all__ = [
     "divides",
     "kv_heads_per_device",
     "vocab_rows",
+    "widest_split",
     "tp_layer_numbers",
     "tp_weight_bytes",
     "tp_cache_bytes_per_token",
@@ -73,6 +74,13 @@ def divides(m: ModelShape, devices: int) -> bool:
     except ValueError:
         return False
     return True
+
+
+def widest_split(m: ModelShape, most: int) -> int:
+    """The most devices, up to ``most``, among which the layer can be cut (1 always
+    can)."""
+    most = checked_whole("most", most, minimum=1)
+    return max(n for n in range(1, most + 1) if divides(m, n))
 
 
 def kv_heads_per_device(m: ModelShape, devices: int) -> int:
