@@ -28,6 +28,7 @@ from transformer_arithmetic import experts as ex
 from transformer_arithmetic import tensor_parallel as tp
 from transformer_arithmetic.collective_runs import HEADER_BYTES, HEADERS_A_TRANSFER, gloo_transfers, run
 from transformer_arithmetic import sharded_runs as sr
+from transformer_arithmetic import sharded_steps as ss
 from transformer_arithmetic.reference_model import Block, Decoder
 
 pytestmark = [pytest.mark.torch_kernels, pytest.mark.slow(seconds=20)]
@@ -114,7 +115,7 @@ def test_a_tensor_parallel_block_trains_as_the_whole_block_and_its_backward_pass
     gradient and each rank's share of every weight gradient equal the whole block's, and the
     backward pass writes exactly what its two all-reduces of T d numbers carry."""
     tokens, seed = 12, 3
-    results = run(sr.tensor_parallel_training, n, m, tokens, seed)
+    results = run(ss.tensor_parallel_training, n, m, tokens, seed)
     torch.manual_seed(seed)
     block = Block(m).to(torch.float64)
     x = torch.randn(1, tokens, m.width, dtype=torch.float64, requires_grad=True)
@@ -171,7 +172,7 @@ def test_a_fully_sharded_step_is_the_whole_adam_step_and_sends_what_zero_3_says(
     bytes, as test_gloo_reduce_scatter_writes_as_much_as_an_all_reduce finds)."""
     m, sequences, tokens, seed = PLAIN, 8, 16, 5
     p = ta.memory.parameter_count(m)
-    results = run(sr.fsdp_step, n, m, sequences, tokens, seed)
+    results = run(ss.fsdp_step, n, m, sequences, tokens, seed)
     torch.manual_seed(seed)
     model = Decoder(m).to(torch.float64)
     rows = sr._batch(m, sequences, tokens, seed)

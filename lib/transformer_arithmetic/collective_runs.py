@@ -51,6 +51,7 @@ GLOO_SEGMENT_BYTES = 2**20
 
 _PRELOAD = ["torch", "torch.distributed", "transformer_arithmetic.collective_runs",
             "transformer_arithmetic.sharded_runs",
+            "transformer_arithmetic.sharded_steps",
             "transformer_arithmetic.reference_model", "torch.distributed.fsdp",
             "torch.distributed.device_mesh"]
 

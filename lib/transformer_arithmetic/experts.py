@@ -112,7 +112,9 @@ def _tek(tokens: int, experts: int, chosen: int) -> tuple[int, int, int]:
     return t, e, k
 
 
-def scaled_bytes_a_number(bits: int = 8, group: int = 128, scale_bytes: int = 4) -> float:
+def scaled_bytes_a_number(
+    bits: int = 8, group: int = 128, scale_bytes: int = 4
+) -> float:
     """Bytes one number costs in a block-scaled format: ``bits`` of its own and a
     ``scale_bytes`` scale shared by each ``group`` (DeepSeek-V3's fp8 dispatch: one byte
     and a four-byte scale for every 128 numbers)."""

@@ -15,10 +15,10 @@ forward pass).
 
 Three schedules shrink the bubble further. The interleaved 1F1B schedule of Narayanan et
 al. (2021) gives each device v chunks of L / (v N_pp) layers spread along the model, so
-a pass through a chunk is v times shorter and the bubble shrinks v times, for v times the
-sends. Zero-bubble schedules (Qi et al., 2024) split each backward pass into its input
-gradients (B, which the stage before waits for) and its weight gradients (W, which can
-wait), and put the W passes into the bubble. DualPipe (DeepSeek-AI, 2024) feeds
+a pass through a chunk is v times shorter and the bubble shrinks v times, for v times
+the sends. Zero-bubble schedules (Qi et al., 2024) split each backward pass into its
+input gradients (B, which the stage before waits for) and its weight gradients (W, which
+can wait), and put the W passes into the bubble. DualPipe (DeepSeek-AI, 2024) feeds
 micro-batches in from both ends of a pipeline that holds the model twice, and overlaps
 one micro-batch's forward chunk with another's backward chunk. Their bubbles are given
 as their papers state them (``bubble_time``); the two 1F1B schedules are also simulated
@@ -107,7 +107,8 @@ def _order(
     for k in range(total - warm):
         order += [("forward", *pass_of(warm + k, True)),
                   ("backward", *pass_of(k, False))]
-    return order + [("backward", *pass_of(k, False)) for k in range(total - warm, total)]
+    rest = range(total - warm, total)
+    return order + [("backward", *pass_of(k, False)) for k in rest]
 
 
 def pipeline_schedule(
@@ -130,8 +131,8 @@ def pipeline_schedule(
     v = checked_whole("chunks", chunks, minimum=1)
     _schedule(schedule, v)
     if schedule == INTERLEAVED and m % p:
-        raise ValueError(f"micro_batches={m} is not a multiple of stages={p}, which the "
-                         "interleaved schedule needs")
+        raise ValueError(f"micro_batches={m} is not a multiple of stages={p}, which "
+                         "the interleaved schedule needs")
     orders = [_order(schedule, s, p, m, v) for s in range(p)]
     done: dict[tuple[str, int, int], float] = {}
     free, nxt, slots = [0.0] * p, [0] * p, []
@@ -223,10 +224,10 @@ def bubble_time(
     backward_weight: float = 1.0,
     chunks: int = 2,
 ) -> float:
-    """Idle time of each device in a step, in the units of the passes, as each schedule's
-    paper states it, with F, B and W a micro-batch's forward pass, input-gradient pass
-    and weight-gradient pass through one stage: 1F1B (N_pp - 1)(F + B + W); interleaved
-    with v chunks, that over v; ZB-H1 (N_pp - 1)(F + B - W) and ZB-H2
+    """Idle time of each device in a step, in the units of the passes, as each
+    schedule's paper states it, with F, B and W a micro-batch's forward pass, input-
+    gradient pass and weight-gradient pass through one stage: 1F1B (N_pp - 1)(F + B +
+    W); interleaved with v chunks, that over v; ZB-H1 (N_pp - 1)(F + B - W) and ZB-H2
     (N_pp - 1)(F + B - 2W) (Qi et al., 2024); DualPipe (N_pp / 2 - 1)(F&B + B + W - 3W)
     with its full backward B + W, and F&B, a forward chunk overlapped with a backward
     one, taken as F + B + W (no gain from the overlap) (DeepSeek-AI, 2024)."""
@@ -287,7 +288,9 @@ def stage_layers(
     return counts
 
 
-def stage_forward_flops(m: ModelShape, layers_per_stage: list[int], tokens: int) -> list[int]:
+def stage_forward_flops(
+    m: ModelShape, layers_per_stage: list[int], tokens: int
+) -> list[int]:
     """Operations of one micro-batch of ``tokens`` positions through each stage's
     forward pass: its layers, and on the last stage the output layer too (the input
     table is looked up, not multiplied)."""

@@ -222,7 +222,8 @@ def tp_layer_activation_bytes(
     m: ModelShape, tokens: int, devices: int, sequence_parallel: bool = True
 ) -> int:
     """Bytes one layer keeps for the backward pass on each of ``devices`` for ``tokens``
-    positions (``memory.layer_activation_bytes``' parts, without score grids or dropout):
+    positions (``memory.layer_activation_bytes``' parts, without score grids or
+    dropout):
     the per-head and inner parts are cut with their matrices (a key-value head no
     finer than one a device); the normalisations' inputs and the blocks' inputs are
     whole on every device unless sequence parallelism cuts them too."""
@@ -261,9 +262,9 @@ def tp_overlap_pairs(
 ) -> dict[str, tuple[float, float]]:
     """For each matrix product of one layer's forward pass, its seconds of arithmetic on
     each device and the seconds of the collective that must run beside it to be hidden.
-    With sequence parallelism each column-cut product waits on an all-gather of its input
-    and each row-cut one feeds a reduce-scatter; without it, each row-cut product feeds a
-    whole all-reduce and the column-cut ones need nothing."""
+    With sequence parallelism each column-cut product waits on an all-gather of its
+    input and each row-cut one feeds a reduce-scatter; without it, each row-cut product
+    feeds a whole all-reduce and the column-cut ones need nothing."""
     n = check_split(m, devices)
     flops = _matrix_flops(m, tokens, n)
     one = tokens * m.width * m.bytes_per_number
