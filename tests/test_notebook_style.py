@@ -58,71 +58,17 @@ def test_numbers_are_stated_once_and_colours_come_from_the_palette(md):
     assert not re.search(r"['\"]#[0-9a-fA-F]{6}['\"]", code), "a colour typed by hand: add it to figures.PALETTE"
 
 
-REMOVED = {"remove-cell"}
-
-
-def _names(code: str) -> tuple[set[str], set[str]]:
-    """The names a cell's code assigns (at any depth, imports included) and the names it
-    reads; unparsable code (cell magics) gives neither."""
-    import ast
-
-    source = "\n".join(line for line in code.splitlines() if not line.lstrip().startswith(("%", "!")))
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set(), set()
-    stored, loaded = set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (stored if isinstance(node.ctx, (ast.Store, ast.Del)) else loaded).add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
-            stored.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            stored.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, ast.arg):
-            stored.add(node.arg)
-    return stored, loaded
-
 
 PART_OF_THE_RULE = ("many_chips",)
-"""The parts whose notebooks are held to the two rules below (the others follow as they are
-reworked)."""
+"""The parts whose notebooks keep the two rules of ``visible_cells`` (no record in a shown
+cell; no shown cell uses a name only a hidden cell sets); the others follow as they are
+reworked."""
 
 
-def _ruled(md) -> bool:
-    return any(part in md.parts for part in PART_OF_THE_RULE)
-
-
-@pytest.mark.parametrize("md", [m for m in paired_notebooks() if _ruled(m)],
+@pytest.mark.parametrize("md", [m for m in paired_notebooks()
+                                if any(part in m.parts for part in PART_OF_THE_RULE)],
                          ids=lambda p: str(p.relative_to(ROOT)))
-def test_no_bookkeeping_in_visible_cells(md):
-    """A cell the reader sees shows arithmetic; record(...) goes in a removed cell."""
-    shown = [i for i, c in enumerate(cells(md)) if c.cell_type == "code"
-             and not set(c.metadata.get("tags", [])) & (HIDDEN_TAGS | REMOVED)
-             and re.search(r"\brecord\(", c.source)]
-    assert not shown, f"record(...) in visible cells {shown}"
+def test_the_shown_code_runs_alone_and_keeps_no_books(md):
+    from visible_cells import violations
 
-
-HIDDEN_TAGS = {"hide-input", "remove-input", "hide-cell"}
-
-
-@pytest.mark.parametrize("md", [m for m in paired_notebooks() if _ruled(m)],
-                         ids=lambda p: str(p.relative_to(ROOT)))
-def test_visible_cells_run_without_the_removed_ones(md):
-    """No cell the reader sees (or can unfold) reads a name that only a removed cell sets:
-    a reader who runs what the page shows can run it all."""
-    import builtins
-
-    known = set(dir(builtins)) | {"get_ipython", "display"}
-    bad = []
-    for i, c in enumerate(cells(md)):
-        if c.cell_type != "code":
-            continue
-        stored, loaded = _names(c.source)
-        if REMOVED & set(c.metadata.get("tags", [])):
-            continue
-        missing = loaded - known - stored
-        if missing:
-            bad.append((i, sorted(missing)))
-        known |= stored
-    assert not bad, f"visible cells that read names only removed cells set: {bad}"
+    assert not violations(md), violations(md)
