@@ -17,7 +17,7 @@ forward and backward, and fully sharded data parallelism with PyTorch's own
 from __future__ import annotations
 
 import torch
-from torch.nn import functional as F
+from torch.nn import functional
 
 from .collective_runs import Handed
 from .reference_model import Block, Decoder
@@ -98,13 +98,17 @@ def tensor_parallel_training(rank: int, n: int, m: ModelShape, tokens: int,
 
     queries = heads(shares["attn.q.weight"])
     keys, values = heads(shares["attn.k.weight"]), heads(shares["attn.v.weight"])
-    y = F.scaled_dot_product_attention(queries, keys, values, is_causal=True,
-                                       enable_gqa=queries.shape[1] != keys.shape[1])
+    y = functional.scaled_dot_product_attention(
+        queries, keys, values, is_causal=True,
+        enable_gqa=queries.shape[1] != keys.shape[1])
     attended = y.transpose(1, 2).reshape(1, tokens, -1) @ shares["attn.out.weight"].T
     x1 = x + _ReduceForward.apply(attended, counter)
     h = _ReduceBackward.apply(block.norm2(x1), counter)
     up = h @ shares["ffn.up.weight"].T
-    act = F.silu(h @ shares["ffn.gate.weight"].T) * up if f.gated else F.gelu(up)
+    if f.gated:
+        act = functional.silu(h @ shares["ffn.gate.weight"].T) * up
+    else:
+        act = functional.gelu(up)
     out = x1 + _ReduceForward.apply(act @ shares["ffn.down.weight"].T, counter)
     out.sum().backward()
     return {"output": out.detach()[0], "input gradient": x.grad[0],
@@ -133,7 +137,7 @@ def fsdp_step(rank: int, n: int, m: ModelShape, sequences: int, tokens: int,
     rows = _batch(m, sequences, tokens, seed).chunk(n)[rank]
     box = {}
     forward = _measured(lambda: box.update(out=model(rows[:, :-1])[0]))
-    loss = F.cross_entropy(box["out"].flatten(0, 1), rows[:, 1:].flatten())
+    loss = functional.cross_entropy(box["out"].flatten(0, 1), rows[:, 1:].flatten())
     backward = _measured(loss.backward)
     held = 0
     for p in model.parameters():
