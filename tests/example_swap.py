@@ -65,12 +65,18 @@ def share(variant: str, notebooks: list[Path]) -> list[Path]:
     j-th notebook of the c-th chapter goes to variant (j + c) mod 3, so every chapter meets
     every variant and the three openings go to three variants; all of them under
     ``BOOK_SWAP_ALL=1``."""
+    def meant_for(name, chapter):
+        wanted = swap.VARIANTS[name].chapters
+        return not wanted or chapter.name in wanted
+
     if os.environ.get("BOOK_SWAP_ALL") == "1":
-        return notebooks
-    names = sorted(swap.VARIANTS)
+        return [md for md in notebooks if meant_for(variant, md.parent)]
     chapters = sorted({md.parent for md in notebooks})
     mine = []
     for c, chapter in enumerate(chapters):
+        names = sorted(n for n in swap.VARIANTS if meant_for(n, chapter))
+        if variant not in names:
+            continue
         own = sorted((md for md in notebooks if md.parent == chapter),
                      key=lambda md: (md.stem != "index", md.name))
         mine += [md for j, md in enumerate(own) if (j + c) % len(names) == names.index(variant)]
@@ -124,13 +130,14 @@ def test_comparison_words_agree_with_their_numbers(variant):
             expected = words["more"] if first > second else words["less"] if first < second else words["same"]
             assert word == expected, f"{variant['name']} {name}: {key} says {word!r} for {first} against {second}"
             checked += 1
-    assert checked, "no glued comparison found"
+    assert checked or not variant["fresh"], "no glued comparison found"
 
 
 def test_numbers_follow_the_library(variant):
     model, acc = swap.example_of(variant["name"])
     checked = [name for name in FOLLOWS if name in variant["fresh"]]
-    assert any(name.endswith("/index") for name in checked), "no chapter opening ran"
+    if not swap.VARIANTS[variant["name"]].chapters:   # a variant of a few chapters may meet none
+        assert any(name.endswith("/index") for name in checked), "no chapter opening ran"
     for name in checked:
         checks = FOLLOWS[name]
         values = glued(variant["fresh"][name])

@@ -7,8 +7,9 @@ For each collective and each split the tests require
   scaled_dot_product_attention and its torch.optim.Adam;
 - the bytes each process handed to the collectives to equal the page's formula;
 - the bytes each process wrote to its sockets while they ran (Linux's /proc/self/io) to be
-  the formula's payload plus whole 48-byte gloo headers, and no more than a few hundred of
-  those: the transport itself agrees with the formula.
+  exactly the formula's payload plus three 48-byte gloo headers for each transfer gloo's own
+  algorithms make (collective_runs.gloo_transfers, read from gloo's source): a formula off by
+  a single byte fails, whatever the size of the payload.
 
 One forkserver is started for the module (about a second: it imports torch once); each run
 then forks its processes in milliseconds. Times are this CPU's and are never asserted.
@@ -25,8 +26,9 @@ from transformer_arithmetic import context_parallel as cp
 from transformer_arithmetic import data_parallel as dp
 from transformer_arithmetic import experts as ex
 from transformer_arithmetic import tensor_parallel as tp
-from transformer_arithmetic.collective_runs import HEADER_BYTES, run
+from transformer_arithmetic.collective_runs import HEADER_BYTES, HEADERS_A_TRANSFER, gloo_transfers, run
 from transformer_arithmetic import sharded_runs as sr
+from transformer_arithmetic import sharded_steps as ss
 from transformer_arithmetic.reference_model import Block, Decoder
 
 pytestmark = [pytest.mark.torch_kernels, pytest.mark.slow(seconds=20)]
@@ -38,10 +40,15 @@ GROUPED = ta.ModelShape(layers=2, heads=8, kv_heads=2, head_dim=16, ffn_width=19
                         gated_ffn=True, bytes_per_number=EIGHT)
 
 
-def agrees_with_the_transport(wrote: int, payload: float) -> bool:
-    """What a process wrote is the payload and whole gloo headers (and not many of them)."""
-    extra = wrote - payload
-    return extra >= 0 and extra % HEADER_BYTES == 0 and extra <= 400 * HEADER_BYTES
+def agrees_with_the_transport(wrote: int, payload: float, transfers: int) -> bool:
+    """What a process wrote is exactly the payload and the headers of its transfers."""
+    return wrote == payload + transfers * HEADERS_A_TRANSFER * HEADER_BYTES
+
+
+def test_a_formula_one_byte_off_fails():
+    assert agrees_with_the_transport(1000 + 3 * 48, 1000, 1)
+    assert not agrees_with_the_transport(1000 + 3 * 48, 1001, 1)
+    assert not agrees_with_the_transport(1000 + 3 * 48, 1000 - 48, 1)   # one header's worth
 
 
 @pytest.fixture(scope="module")
@@ -55,9 +62,10 @@ def test_the_four_collectives_write_what_the_ring_formulas_say(sizes, n):
     for rank, got in enumerate(sizes[n]):
         assert all(got["right"].values()), got["right"]
         for name in ("all-reduce", "all-gather", "all-to-all"):
-            assert agrees_with_the_transport(got["written"][name], co.ring_bytes_sent(name, x, n)), name
+            assert agrees_with_the_transport(got["written"][name], co.ring_bytes_sent(name, x, n),
+                                             gloo_transfers(name, x, n)), name
         assert agrees_with_the_transport(got["written"]["ring reduce-scatter"],
-                                         co.ring_bytes_sent("reduce-scatter", x, n))
+                                         co.ring_bytes_sent("reduce-scatter", x, n), n - 1)
         assert got["handed"]["all-reduce"] == got["handed"]["all-to-all"] == x
         assert got["handed"]["all-gather"] == x // n
         assert got["handed"]["ring reduce-scatter"] == co.ring_bytes_sent("reduce-scatter", x, n)
@@ -69,15 +77,17 @@ def test_gloo_reduce_scatter_writes_as_much_as_an_all_reduce(sizes, n):
     (N - 1)/N X a ring reduce-scatter needs (the page says so; the ZeRO run writes its own)."""
     x = 3 * 4096 * EIGHT
     for got in sizes[n]:
-        assert agrees_with_the_transport(got["written"]["reduce-scatter"], co.ring_bytes_sent("all-reduce", x, n))
+        assert agrees_with_the_transport(got["written"]["reduce-scatter"], co.ring_bytes_sent("all-reduce", x, n),
+                                         gloo_transfers("all-reduce", x, n))
 
 
 @pytest.mark.parametrize("n", WORLDS)
 def test_gloo_broadcast_is_a_binomial_tree(sizes, n):
     x = 3 * 4096 * EIGHT
     wrote = [got["written"]["broadcast"] for got in sizes[n]]
-    assert agrees_with_the_transport(wrote[0], co.tree_steps(n) * x)      # the root: log2 N copies
-    assert agrees_with_the_transport(sum(wrote), (n - 1) * x)             # every other gets one
+    steps = co.tree_steps(n)
+    assert wrote[0] == steps * x + steps * 2 * HEADER_BYTES      # the root: log2 N copies, sender's headers
+    assert agrees_with_the_transport(sum(wrote), (n - 1) * x, n - 1)   # every other gets one
 
 
 @pytest.mark.parametrize("m", [PLAIN, GROUPED], ids=["plain", "grouped"])
@@ -93,7 +103,42 @@ def test_a_tensor_parallel_block_is_the_whole_block_with_two_all_reduces(m, n):
     for got in results:
         torch.testing.assert_close(got["output"], whole, rtol=0, atol=1e-12)
         assert got["handed"]["all-reduce"] == tp.tp_handed_bytes(m, tokens)
-        assert agrees_with_the_transport(got["written"], tp.tp_layer_bytes(m, tokens, n))
+        one = tokens * m.width * EIGHT
+        assert agrees_with_the_transport(got["written"], tp.tp_layer_bytes(m, tokens, n),
+                                         2 * gloo_transfers("all-reduce", one, n))
+
+
+@pytest.mark.parametrize("m", [PLAIN, GROUPED], ids=["plain", "grouped"])
+@pytest.mark.parametrize("n", [2, 4])
+def test_a_tensor_parallel_block_trains_as_the_whole_block_and_its_backward_pass_sends_two_all_reduces(m, n):
+    """Forward and backward under Megatron-LM's conjugate operators: the output, the input's
+    gradient and each rank's share of every weight gradient equal the whole block's, and the
+    backward pass writes exactly what its two all-reduces of T d numbers carry."""
+    tokens, seed = 12, 3
+    results = run(ss.tensor_parallel_training, n, m, tokens, seed)
+    torch.manual_seed(seed)
+    block = Block(m).to(torch.float64)
+    x = torch.randn(1, tokens, m.width, dtype=torch.float64, requires_grad=True)
+    y, _ = block(x)
+    y.sum().backward()
+    whole = dict(block.named_parameters())
+    one = tokens * m.width * EIGHT
+    forward = tp.tp_layer_bytes(m, tokens, n)
+    backward = tp.tp_layer_bytes(m, tokens, n, backward=True) - forward
+    copied = m.kv_heads < n    # each key-value head on n / h_kv ranks: their gradients add up
+    for got in results:
+        torch.testing.assert_close(got["output"], y.detach()[0], rtol=0, atol=1e-12)
+        torch.testing.assert_close(got["input gradient"], x.grad[0], rtol=0, atol=1e-12)
+        for name, grad in got["gradients"].items():
+            cut, dim = got["cuts"][name]
+            if copied and name in ("attn.k.weight", "attn.v.weight"):
+                grad = sum(r["gradients"][name] for r in results if r["cuts"][name] == (cut, dim))
+            expected = whole[name].grad[cut] if dim == 0 else whole[name].grad[:, cut]
+            torch.testing.assert_close(grad, expected, rtol=0, atol=1e-12)
+        assert got["handed"]["all-reduce, backward"] == tp.tp_handed_bytes(m, tokens)
+        for way, payload in (("forward", forward), ("backward", backward)):
+            assert agrees_with_the_transport(got["written"][way], payload,
+                                             2 * gloo_transfers("all-reduce", one, n)), way
 
 
 @pytest.mark.parametrize("n", [2, 4])
@@ -114,8 +159,43 @@ def test_a_zero_step_is_the_whole_adam_step_and_sends_what_the_formula_says(n):
         torch.testing.assert_close(got["weights"], whole, rtol=0, atol=1e-10)
         assert got["handed"]["ring reduce-scatter"] == co.ring_bytes_sent("reduce-scatter", x, n)
         assert got["handed"]["all-gather"] == x // n
-        assert agrees_with_the_transport(got["written"], sum(dp.zero_step_bytes(m, 1, n).values()))
+        assert agrees_with_the_transport(got["written"], sum(dp.zero_step_bytes(m, 1, n).values()),
+                                         (n - 1) + gloo_transfers("all-gather", x, n))
         assert got["optimiser bytes"] == 2 * dp.share(p, n) * EIGHT   # only its share's averages
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_a_fully_sharded_step_is_the_whole_adam_step_and_sends_what_zero_3_says(n):
+    """PyTorch's own fully_shard (ZeRO stage 3): each block a unit and the rest the root, all
+    resharded after the forward pass. Forward: every unit gathered; backward: gathered again
+    and its gradients reduce-scattered, which gloo runs as an all-reduce (twice the ring's
+    bytes, as test_gloo_reduce_scatter_writes_as_much_as_an_all_reduce finds)."""
+    m, sequences, tokens, seed = PLAIN, 8, 16, 5
+    p = ta.memory.parameter_count(m)
+    results = run(ss.fsdp_step, n, m, sequences, tokens, seed)
+    torch.manual_seed(seed)
+    model = Decoder(m).to(torch.float64)
+    rows = sr._batch(m, sequences, tokens, seed)
+    logits, _ = model(rows[:, :-1])
+    F.cross_entropy(logits.flatten(0, 1), rows[:, 1:].flatten()).backward()
+    torch.optim.Adam(model.parameters(), lr=1e-2).step()
+    whole = torch.cat([q.detach().flatten() for q in model.parameters()])
+    units = [sum(q.numel() for q in b.parameters()) for b in model.blocks]
+    units.append(p - sum(units))                              # the root: tables, final norm
+    assert all(u % n == 0 for u in units)                     # no padding in these shapes
+    sent = dp.zero_step_bytes(m, 3, n)
+    gathers = sent["all-gather of the weights"] + sent["all-gather of the weights again"]
+    assert gathers == sum(2 * co.ring_bytes_sent("all-gather", u * EIGHT, n) for u in units)
+    for got in results:
+        torch.testing.assert_close(got["weights"], whole, rtol=0, atol=1e-10)
+        assert got["numbers held"] == p // n
+        assert agrees_with_the_transport(got["written"]["forward"], sent["all-gather of the weights"],
+                                         sum(gloo_transfers("all-gather", u * EIGHT, n) for u in units))
+        assert agrees_with_the_transport(
+            got["written"]["backward"],
+            sent["all-gather of the weights again"] + 2 * sent["reduce-scatter of the gradients"],
+            sum(gloo_transfers("all-gather", u * EIGHT, n) + gloo_transfers("all-reduce", u * EIGHT, n)
+                for u in units))
 
 
 def even_routes(n: int, tokens: int, experts: int, chosen: int) -> list:
@@ -154,9 +234,10 @@ def test_an_expert_layer_is_the_dense_mixture_and_its_all_to_alls_send_the_formu
         assert got["handed"]["dispatch"] == ex.dispatch_bytes(m, tokens, chosen)
         out = sum(e // local != rank for picked in routes[rank] for e in picked)   # dispatched away
         back = sum(e // local == rank for r in range(n) if r != rank for picked in routes[r] for e in picked)
-        assert agrees_with_the_transport(got["written"], (out + back) * width * EIGHT)
+        two = 2 * gloo_transfers("all-to-all", 0, n)        # dispatch and combine, one slice a peer
+        assert agrees_with_the_transport(got["written"], (out + back) * width * EIGHT, two)
         if routing == "even":
-            assert agrees_with_the_transport(got["written"], ex.layer_all_to_all_bytes(m, tokens, chosen, n))
+            assert agrees_with_the_transport(got["written"], ex.layer_all_to_all_bytes(m, tokens, chosen, n), two)
 
 
 @pytest.mark.parametrize("m", [PLAIN, GROUPED], ids=["plain", "grouped"])
@@ -172,7 +253,7 @@ def test_ring_attention_is_causal_attention_and_passes_the_formula(m, n):
                                rtol=0, atol=1e-12)
     for got in results:
         assert got["handed"]["keys and values"] == cp.ring_attention_bytes(m, tokens, n)
-        assert agrees_with_the_transport(got["written"], cp.ring_attention_bytes(m, tokens, n))
+        assert agrees_with_the_transport(got["written"], cp.ring_attention_bytes(m, tokens, n), n - 1)
 
 
 def test_the_written_out_adam_step_is_torch_adam():

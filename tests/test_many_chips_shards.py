@@ -137,7 +137,7 @@ def brute_force_splits(m, devices, batch):
     for a, b, c in itertools.product(range(1, devices + 1), repeat=3):
         if a * b * c != devices or batch % a or m.layers % c:
             continue
-        if m.heads % b or m.ffn_width % b or m.vocab % b or (m.kv_heads % b and b % m.kv_heads):
+        if m.heads % b or m.ffn_width % b or (m.kv_heads % b and b % m.kv_heads):   # vocab padded
             continue
         found.append((a, b, c))
     return sorted(found)

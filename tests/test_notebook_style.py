@@ -56,3 +56,19 @@ def test_numbers_are_stated_once_and_colours_come_from_the_palette(md):
     assert not re.search(r"\bglue_numbers\b|\bglue\(", code), "glue through record(), which also prints"
     assert not re.search(r"\bCOLORS\b", code), "colours come from figures.PALETTE"
     assert not re.search(r"['\"]#[0-9a-fA-F]{6}['\"]", code), "a colour typed by hand: add it to figures.PALETTE"
+
+
+
+PART_OF_THE_RULE = ("many_chips",)
+"""The parts whose notebooks keep the two rules of ``visible_cells`` (no record in a shown
+cell; no shown cell uses a name only a hidden cell sets); the others follow as they are
+reworked."""
+
+
+@pytest.mark.parametrize("md", [m for m in paired_notebooks()
+                                if any(part in m.parts for part in PART_OF_THE_RULE)],
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_shown_code_runs_alone_and_keeps_no_books(md):
+    from visible_cells import violations
+
+    assert not violations(md), violations(md)

@@ -35,11 +35,13 @@ GIB = 1024**3
 class Variant:
     """Another valid example: ``model`` and ``accelerator`` changes on top of the stated
     sizes (``transformer_arithmetic.shapes.EXAMPLE_MODEL_SIZES`` and
-    ``EXAMPLE_ACCELERATOR_RATES``), and why it is worth trying."""
+    ``EXAMPLE_ACCELERATOR_RATES``), why it is worth trying, and the chapters it is
+    meant for (empty: all of them)."""
 
     why: str
     model: dict = field(default_factory=dict)
     accelerator: dict = field(default_factory=dict)
+    chapters: tuple[str, ...] = ()
 
 
 VARIANTS: dict[str, Variant] = {
@@ -81,8 +83,28 @@ VARIANTS: dict[str, Variant] = {
             "memory_bytes": 8 * GIB,
         },
     ),
+    "odd-heads": Variant(
+        "15 heads of 128 with 5 key-value heads and an odd vocabulary, so the large "
+        "model of 'Past one accelerator' allows no tensor-parallel group of 4 or 8 and "
+        "few splits fit; a mid-sized chip",
+        model={
+            "layers": 30,
+            "heads": 15,
+            "kv_heads": 5,
+            "head_dim": 128,
+            "ffn_width": 7680,
+            "vocab": 50257,
+        },
+        accelerator={
+            "flops_per_s": 250e12,
+            "bytes_per_s": 1.6e12,
+            "memory_bytes": 32 * GIB,
+        },
+        chapters=("many_chips",),
+    ),
 }
-"""The other examples the tests run the whole book with."""
+"""The other examples the tests run the book with (a variant that names chapters runs
+only those)."""
 
 
 def _variant(name: str) -> Variant:
@@ -169,7 +191,9 @@ def main(argv: list[str]) -> int:
         for name, v in VARIANTS.items():
             print(f"{name}: {v.why}\n  model {v.model}\n  accelerator {v.accelerator}")
         return 0
-    notebooks = args.notebooks or execute.notebooks([])
+    wanted = _variant(args.variant).chapters
+    notebooks = args.notebooks or [md for md in execute.notebooks([])
+                                   if not wanted or md.parent.name in wanted]
     out = args.out or Path(tempfile.mkdtemp(prefix=f"swap-{args.variant}-"))
     done = run(args.variant, out, notebooks, vector=args.figures)
     if args.figures:

@@ -8,6 +8,10 @@ here, with the public source of each figure, and is read from here by both:
   (``data/chips.json``)
 - ``links``   links between chips: bytes a second each way and the latency of one step
   of a collective (``data/links.json``)
+- ``fabrics`` machines (the chips one fast-link domain joins, in-switch reduction, the
+  network cards a chip), NCCL's cost model for each protocol, and published
+  measurements of collectives (``data/fabrics.json``)
+- ``plans``   how published runs cut their models over their chips (``data/plans.json``)
 - ``models``  the published models' ``config.json`` files, as published
   (``models/``, with ``models/SOURCES.json`` naming each one's repository)
 
@@ -17,7 +21,11 @@ teaching formulas (``transformer_arithmetic``) and the calculator
 """
 
 from .chips import ChipFacts, chip, chips
+from .fabrics import (AchievedFacts, MachineFacts, ProtocolFacts, achieved,
+                      achieved_rows, machine, machines, nvls_efficiency, protocol,
+                      protocols)
 from .links import LinkFacts, call_latency_s, link, links
+from .plans import PlanFacts, plan, plans
 from .models import model_config, model_config_path, model_hub_id, model_names
 
 __all__ = [
@@ -28,6 +36,19 @@ __all__ = [
     "link",
     "links",
     "call_latency_s",
+    "MachineFacts",
+    "ProtocolFacts",
+    "AchievedFacts",
+    "machine",
+    "machines",
+    "protocol",
+    "protocols",
+    "nvls_efficiency",
+    "achieved",
+    "achieved_rows",
+    "PlanFacts",
+    "plan",
+    "plans",
     "model_config",
     "model_config_path",
     "model_hub_id",

@@ -14,9 +14,13 @@ gloo backend (the same calls a GPU program makes with NCCL), runs ``task(rank, d
 - ``Handed`` counts the bytes of the tensors a task hands to each collective.
 - ``written()`` reads how many bytes this process has written so far (Linux's
   ``/proc/self/io``). Gloo sends every message over TCP behind a 48-byte header (six
-  eight-byte fields, ``gloo/transport/tcp/pair.h``), so what a process writes during a
-  collective is the payload plus 48 bytes for each message; a task's processes write
-  nothing else (their standard output and error go to ``/dev/null``).
+  eight-byte fields, ``gloo/transport/tcp/pair.h``), and every transfer between two
+  processes costs three of them (``gloo/transport/tcp/pair.cc``): the sender writes a
+  send-ready notice and the data, the receiver a receive-ready notice. So what a
+  process writes during a collective is exactly the payload plus 3 x 48 bytes for each
+  transfer it takes part in, and ``gloo_transfers`` counts those from gloo's own
+  algorithms; a task's processes write nothing else (their standard output and error go
+  to ``/dev/null``, and their warnings are silenced).
 - Any time measured here is this CPU's, over the loopback: it says nothing about a GPU.
 """
 
@@ -32,23 +36,59 @@ from datetime import timedelta
 
 from .checks import checked_whole
 
-__all__ = ["HEADER_BYTES", "run", "written", "payload_agrees", "Handed"]
+__all__ = ["HEADER_BYTES", "HEADERS_A_TRANSFER", "GLOO_SEGMENT_BYTES", "run",
+           "written", "payload_agrees", "gloo_transfers", "Handed"]
 
 HEADER_BYTES = 48
 """Bytes gloo's TCP transport writes before each message (its preamble: six size_t)."""
 
+HEADERS_A_TRANSFER = 3
+"""Headers one transfer costs a process that both sends and receives in it: its own
+send-ready notice and data message, and its receive-ready notice to the sender."""
+
+GLOO_SEGMENT_BYTES = 2**20
+"""The largest segment gloo's ring all-reduce sends at once (``kMaxSegmentSize``)."""
+
 _PRELOAD = ["torch", "torch.distributed", "transformer_arithmetic.collective_runs",
             "transformer_arithmetic.sharded_runs",
             "transformer_arithmetic.sequence_runs",
-            "transformer_arithmetic.reference_model"]
+            "transformer_arithmetic.sharded_steps",
+            "transformer_arithmetic.reference_model", "torch.distributed.fsdp",
+            "torch.distributed.device_mesh"]
 
 
-def payload_agrees(wrote: int, payload: float, most_headers: int = 400) -> bool:
-    """Whether ``wrote`` bytes are ``payload`` bytes and whole gloo headers, at most
-    ``most_headers`` of them: what a process writes for a payload, seen on the wire."""
-    extra = wrote - payload
-    whole = extra % HEADER_BYTES == 0
-    return extra >= 0 and whole and extra <= most_headers * HEADER_BYTES
+def gloo_transfers(collective: str, array_bytes: int, devices: int) -> int:
+    """Transfers each process takes part in when gloo runs ``collective`` on an array of
+    ``array_bytes`` (the whole array, or the gathered one) over ``devices``, as gloo's
+    source runs them: its ring all-reduce sends each step's slice in segments (at least
+    two a step, of at most ``GLOO_SEGMENT_BYTES``, ``gloo/allreduce.cc``), its ring
+    all-gather each step's slice in two halves (``gloo/allgather.cc``), its all-to-all
+    one slice to each peer (``gloo/alltoall.cc``); ``exchange`` is one send and one
+    receive (a step of the page's own rings)."""
+    n = checked_whole("devices", devices, minimum=1)
+    x = checked_whole("array_bytes", array_bytes)
+    if n == 1:
+        return 0
+    if collective == "all-reduce":
+        segments = max(-(-x // GLOO_SEGMENT_BYTES), 2 * n)
+        segments = -(-segments // n) * n
+        return 2 * (n - 1) * (segments // n)
+    if collective == "all-gather":
+        return 2 * (n - 1)
+    if collective == "all-to-all":
+        return n - 1
+    if collective == "exchange":
+        return 1
+    raise ValueError(f"collective must be all-reduce, all-gather, all-to-all or "
+                     f"exchange, got {collective!r}")
+
+
+def payload_agrees(wrote: int, payload: float, transfers: int) -> bool:
+    """Whether ``wrote`` bytes are exactly ``payload`` bytes and the headers of
+    ``transfers`` transfers: what a process writes for a payload, seen on the wire (a
+    formula one byte off fails)."""
+    headers = HEADERS_A_TRANSFER * checked_whole("transfers", transfers)
+    return wrote == payload + headers * HEADER_BYTES
 
 
 def written() -> int:
@@ -114,9 +154,12 @@ def _child(task: Callable, rank: int, devices: int, port: int, conn, args) -> No
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
     try:
+        import warnings
+
         import torch
         import torch.distributed as dist
 
+        warnings.filterwarnings("ignore")  # a warning written would count as bytes
         torch.set_num_threads(1)
         store = dist.TCPStore("127.0.0.1", port, devices, is_master=False,
                               timeout=timedelta(seconds=120))

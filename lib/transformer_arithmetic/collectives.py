@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from published import LinkFacts
+from published import LinkFacts, ProtocolFacts
 
 from .checks import checked_positive, checked_whole
 
@@ -41,6 +41,13 @@ __all__ = [
     "send_time",
     "hierarchical_time",
     "all_to_all_time",
+    "achieved_link",
+    "in_switch_all_reduce_time",
+    "direct_all_to_all_time",
+    "torus_all_to_all_link_bytes",
+    "rail_ring_all_reduce_time",
+    "protocol_ring_time",
+    "best_protocol_time",
 ]
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all")
@@ -192,6 +199,109 @@ def ring_all_reduce_schedule(
                 (phase, [(i, (i + 1) % n, (i + first - s) % n) for i in range(n)])
             )
     return steps
+
+
+def achieved_link(link: Link, bus_bytes_per_s: float, name: str | None = None) -> Link:
+    """``link`` at the bus bandwidth a library is measured to reach on it (bytes a
+    second each way), its step latency kept."""
+    rate = checked_positive("bus_bytes_per_s", bus_bytes_per_s)
+    return Link(rate, link.step_latency_s, name=name or f"{link.name}, achieved")
+
+
+def in_switch_all_reduce_time(array_bytes: float, devices: int, link: Link) -> float:
+    """Seconds an all-reduce takes when the switch adds (NVLink SHARP): each device
+    sends its whole array into the switch, which returns the sum of one slice to its
+    owner and broadcasts each finished slice, so each device moves (1 + 1/N) X each
+    way, in two steps of latency, instead of a ring's 2(N-1)/N X."""
+    x = _bytes(array_bytes)
+    n = checked_whole("devices", devices, minimum=1)
+    if n == 1:
+        return 0.0
+    return 2 * link.step_latency_s + (1 + 1 / n) * x / link.bytes_per_s
+
+
+def direct_all_to_all_time(array_bytes: float, devices: int, link: Link) -> float:
+    """Seconds an all-to-all takes when every device posts its N-1 slices to all its
+    peers at once through a switch (NCCL, DeepEP): one step of latency and (N-1)/N X
+    through each device's own link."""
+    x = _bytes(array_bytes)
+    n = checked_whole("devices", devices, minimum=1)
+    if n == 1:
+        return 0.0
+    return link.step_latency_s + (n - 1) / n * x / link.bytes_per_s
+
+
+def torus_all_to_all_link_bytes(array_bytes: float, devices: int) -> float:
+    """Bytes the busiest link of a bidirectional ring of ``devices`` carries in one
+    direction for an all-to-all of X bytes a device: each slice X/N travels the shorter
+    way round, min(k, N - k) links for a peer k places on, and the two directions share
+    the hops (N X / 8 when N is even)."""
+    x = _bytes(array_bytes)
+    n = checked_whole("devices", devices, minimum=1)
+    hops = sum(min(k, n - k) for k in range(1, n))
+    return x / n * hops / 2
+
+
+def rail_ring_all_reduce_time(
+    array_bytes: float, per_machine: int, machines: int, inside: Link, between: Link
+) -> float:
+    """Seconds NCCL's flat ring all-reduce takes over ``machines`` of ``per_machine``
+    devices with one network card a device (rail-optimised): it runs one ring a card,
+    each over every device with X / N_node of the array, so each card carries
+    2(N-1)/N of X / N_node and each fast link the rest; of the 2(N-1) steps,
+    2(M-1) cross the network (NCCL's latency model)."""
+    x = _bytes(array_bytes)
+    g = checked_whole("per_machine", per_machine, minimum=1)
+    m = checked_whole("machines", machines, minimum=1)
+    n = g * m
+    if n == 1:
+        return 0.0
+    share = 2 * (n - 1) / n
+    if m == 1:
+        rate = x / inside.bytes_per_s
+    else:  # each device leaves the machine on one ring, the other g - 1 stay inside
+        rate = max(x / g / between.bytes_per_s, x * (g - 1) / g / inside.bytes_per_s)
+    latency = 2 * (n - m) * inside.step_latency_s + 2 * (m - 1) * between.step_latency_s
+    return latency + share * rate
+
+
+def protocol_ring_time(
+    collective: str,
+    array_bytes: float,
+    devices: int,
+    kind: str,
+    bus_bytes_per_s: float,
+    protocol: ProtocolFacts,
+) -> float:
+    """Seconds NCCL's tuning model gives a ring collective on one kind of link
+    (``nvlink``, ``pcie`` or ``network``) reaching ``bus_bytes_per_s`` with the
+    published ``protocol``: its base latency, a step latency for each ring step, and
+    the bytes each device sends at the protocol's share of the bus bandwidth (capped
+    where the protocol is)."""
+    rate = checked_positive("bus_bytes_per_s", bus_bytes_per_s)
+    if kind not in protocol.step_latency_s:
+        raise ValueError(f"kind must be one of {', '.join(protocol.step_latency_s)}, "
+                         f"got {kind!r}")
+    rate *= protocol.bandwidth_share
+    if protocol.bus_cap_bytes_per_s is not None:
+        rate = min(rate, protocol.bus_cap_bytes_per_s)
+    steps = ring_steps(collective, devices)
+    sent = ring_bytes_sent(collective, array_bytes, devices)
+    return protocol.base_latency_s + steps * protocol.step_latency_s[kind] + sent / rate
+
+
+def best_protocol_time(
+    collective: str,
+    array_bytes: float,
+    devices: int,
+    kind: str,
+    bus_bytes_per_s: float,
+    protocols: tuple[ProtocolFacts, ...],
+) -> tuple[float, str]:
+    """The quickest of ``protocols`` for this ring collective, as NCCL picks one, and
+    its name."""
+    return min((protocol_ring_time(collective, array_bytes, devices, kind,
+                                   bus_bytes_per_s, p), p.name) for p in protocols)
 
 
 def _bytes(array_bytes: float) -> float:

@@ -12,7 +12,13 @@ a step's work on one piece pair takes longer than sending one piece.
 
 Under the causal mask the device with the first piece has one piece pair to work on and
 the device with the last has N_cp; cutting the sequence into 2 N_cp pieces and giving
-device i pieces i and 2 N_cp - 1 - i evens the work out (the zigzag order).
+device i pieces i and 2 N_cp - 1 - i evens the work out (the zigzag order, which Llama 3
+and Megatron-LM use). Then every step of the ring does exactly half of a whole piece
+pair's work, so it takes pieces twice as long to hide the ring. The backward pass sends
+the keys and values round again with their gradients dK and dV (ring-flash-attention
+keeps the queries' gradients at home), for about two and a half times the forward
+work. Llama 3 gathers the keys and values with one all-gather instead of passing them
+round, which sends the same bytes but cannot hide under the work.
 """
 
 from __future__ import annotations
@@ -28,7 +34,14 @@ __all__ = [
     "ring_attention_step_times",
     "ring_attention_hidden_from",
     "causal_piece_pairs",
+    "BACKWARD_WORK",
+    "all_gather_attention_times",
 ]
+
+BACKWARD_WORK = 2.5
+"""The backward pass of blockwise attention over its forward pass: the scores again,
+then the gradients of the values, of the scores, of the queries and of the keys, five
+products against two."""
 
 
 def _piece(seq_len: int, devices: int) -> tuple[int, int]:
@@ -55,24 +68,49 @@ def ring_attention_bytes(m: ModelShape, seq_len: int, devices: int) -> int:
 
 
 def ring_attention_step_times(
-    m: ModelShape, acc: Accelerator, link: Link, seq_len: int, devices: int
+    m: ModelShape,
+    acc: Accelerator,
+    link: Link,
+    seq_len: int,
+    devices: int,
+    zigzag: bool = False,
+    backward: bool = False,
+    gradient_bytes: int | None = None,
 ) -> dict[str, float]:
     """Seconds of one ring step of one layer: the arithmetic of one device's queries
-    against one whole piece of keys and values (4 operations per pair per channel), and
-    sending one piece over ``link``."""
+    against one piece of keys and values (4 operations per pair per channel for a whole
+    piece pair; half that under the causal mask in the zigzag order; times
+    ``BACKWARD_WORK`` in the backward pass), and sending one piece over ``link`` (with
+    its gradients dK and dV at ``gradient_bytes`` a number in the backward pass)."""
     piece, _ = _piece(seq_len, devices)
+    work = 4 * piece * piece * m.heads * m.head_dim
+    if zigzag:
+        work //= 2
+    sent = piece_bytes(m, piece)
+    if backward:
+        work *= BACKWARD_WORK
+        g = m.bytes_per_number if gradient_bytes is None else gradient_bytes
+        sent += sent * g // m.bytes_per_number
     return {
-        "arithmetic": 4 * piece * piece * m.heads * m.head_dim / acc.flops_per_s,
-        "sending": link.step_latency_s + piece_bytes(m, piece) / link.bytes_per_s,
+        "arithmetic": work / acc.flops_per_s,
+        "sending": link.step_latency_s + sent / link.bytes_per_s,
     }
 
 
-def ring_attention_hidden_from(m: ModelShape, acc: Accelerator, link: Link) -> int:
+def ring_attention_hidden_from(
+    m: ModelShape,
+    acc: Accelerator,
+    link: Link,
+    zigzag: bool = False,
+    backward: bool = False,
+    gradient_bytes: int | None = None,
+) -> int:
     """The fewest positions a device can hold for one ring step's arithmetic to last as
-    long as sending its piece of keys and values."""
+    long as sending its piece of keys and values (and, backward, their gradients)."""
 
     def hidden(piece: int) -> bool:
-        times = ring_attention_step_times(m, acc, link, piece, 1)
+        times = ring_attention_step_times(m, acc, link, piece, 1, zigzag, backward,
+                                          gradient_bytes)
         return times["arithmetic"] >= times["sending"]
 
     found = first_true(hidden)
@@ -84,8 +122,24 @@ def causal_piece_pairs(devices: int, zigzag: bool = False) -> list[int]:
     """Piece pairs each device works on under the causal mask, whole pieces counted as
     one and the diagonal ones too: device i of contiguous pieces has i + 1; with the
     zigzag order (2 N_cp pieces, device i holds pieces i and 2 N_cp - 1 - i) every
-    device has the same count, 2 N_cp + 1, in half-size pieces."""
+    device has the same count, 2 N_cp + 1, in pairs of half-size pieces (a quarter of
+    a whole piece pair each)."""
     d = checked_whole("devices", devices, minimum=1)
     if not zigzag:
         return [i + 1 for i in range(d)]
     return [(i + 1) + (2 * d - i) for i in range(d)]
+
+
+def all_gather_attention_times(
+    m: ModelShape, acc: Accelerator, link: Link, seq_len: int, devices: int
+) -> dict[str, float]:
+    """Seconds one layer's forward attention spends on each of ``devices`` when the keys
+    and values are all-gathered first (Llama 3's context parallelism): the all-gather of
+    the sequence's keys and values, (N_cp - 1) pieces through each device's link, and
+    the device's causal work, its two zigzag pieces' queries against every earlier
+    key."""
+    piece, d = _piece(seq_len, devices)
+    gathered = (d - 1) * piece_bytes(m, piece)
+    gather = (d - 1) * link.step_latency_s + gathered / link.bytes_per_s
+    work = 4 * piece * piece * m.heads * m.head_dim * d / 2  # half of every pair
+    return {"all-gather": gather, "arithmetic": work / acc.flops_per_s}

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .checks import checked_whole
+from .checks import checked_positive, checked_whole
 from .collectives import Link, ring_bytes_sent, ring_time
 from .memory import parameter_count, training_memory
+from .search import first_true
 from .shapes import Accelerator, ModelShape
 from .work import prefill_flops
 
@@ -36,6 +37,9 @@ __all__ = [
     "zero_step_bytes",
     "data_parallel_times",
     "smallest_zero_group",
+    "fsdp_layer_times",
+    "fsdp_hidden_from",
+    "hidden_tokens_bound",
 ]
 
 ZERO_STAGES = (0, 1, 2, 3)
@@ -96,22 +100,40 @@ def zero_part_bytes(
     }
 
 
-def zero_step_bytes(m: ModelShape, stage: int, devices: int) -> dict[str, float]:
+def zero_step_bytes(
+    m: ModelShape,
+    stage: int,
+    devices: int,
+    gradient_bytes: int | None = None,
+    micro_batches: int = 1,
+) -> dict[str, float]:
     """Bytes each of ``devices`` sends in one step, by collective (rings): stage 0
     all-reduces the gradients; stages 1 and 2 reduce-scatter them and all-gather the
     updated weights; stage 3 all-gathers the weights for the forward pass and again for
-    the backward pass, and reduce-scatters the gradients."""
+    the backward pass, and reduce-scatters the gradients. Gradients travel at
+    ``gradient_bytes`` a number (the model's b unless given: Megatron-LM and Llama 3
+    reduce them in four-byte numbers). With ``micro_batches`` of gradient accumulation,
+    stage 2 reduce-scatters after every micro-batch (it keeps only its share of the
+    gradients) and stage 3 also gathers the weights twice for every one."""
     stage = _stage(stage)
     n = checked_whole("devices", devices, minimum=1)
-    x = parameter_count(m) * m.bytes_per_number  # the gradients, and the weights
+    k = checked_whole("micro_batches", micro_batches, minimum=1)
+    g = m.bytes_per_number if gradient_bytes is None else checked_whole(
+        "gradient_bytes", gradient_bytes, minimum=1)
+    p = parameter_count(m)
+    x, grads = p * m.bytes_per_number, p * g  # the weights, the gradients
     if stage == 0:
-        return {"all-reduce of the gradients": ring_bytes_sent("all-reduce", x, n)}
+        return {"all-reduce of the gradients": ring_bytes_sent("all-reduce", grads, n)}
+    again = k if stage >= 2 else 1
     sent = {
-        "reduce-scatter of the gradients": ring_bytes_sent("reduce-scatter", x, n),
-        "all-gather of the weights": ring_bytes_sent("all-gather", x, n),
+        "reduce-scatter of the gradients": again * ring_bytes_sent(
+            "reduce-scatter", grads, n),
+        "all-gather of the weights": (k if stage == 3 else 1) * ring_bytes_sent(
+            "all-gather", x, n),
     }
     if stage == 3:
-        sent["all-gather of the weights again"] = ring_bytes_sent("all-gather", x, n)
+        sent["all-gather of the weights again"] = k * ring_bytes_sent(
+            "all-gather", x, n)
     return sent
 
 
@@ -122,16 +144,20 @@ def data_parallel_times(
     devices: int,
     batch: int,
     seq_len: int,
+    gradient_bytes: int | None = None,
 ) -> dict[str, float]:
     """Seconds of one data-parallel step on ``devices`` sharing ``batch`` sequences:
     each device's arithmetic (its share of the batch at the chip's rate), its backward
-    pass alone (two thirds of that), and the gradient all-reduce on ``link``."""
+    pass alone (two thirds of that), and the gradient all-reduce on ``link`` (at
+    ``gradient_bytes`` a number, the model's b unless given)."""
     n = checked_whole("devices", devices, minimum=1)
     batch = checked_whole("batch", batch, minimum=1)
     if batch % n:
         raise ValueError(f"batch={batch} does not divide among devices={n}")
     arithmetic = training_step_flops(m, batch // n, seq_len) / acc.flops_per_s
-    x = parameter_count(m) * m.bytes_per_number
+    g = m.bytes_per_number if gradient_bytes is None else checked_whole(
+        "gradient_bytes", gradient_bytes, minimum=1)
+    x = parameter_count(m) * g
     return {
         "arithmetic": arithmetic,
         "backward": arithmetic * 2 / 3,
@@ -162,3 +188,63 @@ def _stage(stage: object) -> int:
     if s not in ZERO_STAGES:
         raise ValueError(f"stage must be 0, 1, 2 or 3, got {s}")
     return s
+
+
+def fsdp_layer_times(
+    m: ModelShape,
+    acc: Accelerator,
+    link: Link,
+    devices: int,
+    tokens: int,
+    gradient_bytes: int | None = None,
+) -> dict[str, float]:
+    """Seconds one layer spends under fully sharded data parallelism (ZeRO stage 3) on
+    each of ``devices`` working on ``tokens`` positions: its forward arithmetic, the
+    all-gather of the next layer's weights that FSDP prefetches meanwhile, its backward
+    arithmetic (twice the forward), and the gather of the previous layer's weights with
+    the reduce-scatter of this layer's gradients that run under it."""
+    n = checked_whole("devices", devices, minimum=1)
+    tokens = checked_whole("tokens", tokens, minimum=1)
+    g = m.bytes_per_number if gradient_bytes is None else gradient_bytes
+    numbers = parameter_count(m) // m.layers  # about one layer's share
+    forward = 2 * tokens * numbers / acc.flops_per_s
+    gather = ring_time("all-gather", numbers * m.bytes_per_number, n, link)
+    scatter = ring_time("reduce-scatter", numbers * g, n, link)
+    return {"forward arithmetic": forward, "all-gather": gather,
+            "backward arithmetic": 2 * forward, "all-gather and reduce-scatter":
+            gather + scatter}
+
+
+def fsdp_hidden_from(
+    m: ModelShape,
+    acc: Accelerator,
+    link: Link,
+    devices: int,
+    gradient_bytes: int | None = None,
+) -> int:
+    """The fewest tokens a device for FSDP's prefetched collectives to hide under the
+    arithmetic of the layer they overlap, forward and backward (latencies included)."""
+
+    def hidden(tokens: int) -> bool:
+        t = fsdp_layer_times(m, acc, link, devices, tokens, gradient_bytes)
+        return (t["all-gather"] <= t["forward arithmetic"]
+                and t["all-gather and reduce-scatter"] <= t["backward arithmetic"])
+
+    found = first_true(hidden)
+    assert found is not None  # the arithmetic grows with the tokens, the sending not
+    return found
+
+
+def hidden_tokens_bound(
+    acc: Accelerator, link: Link, devices: int, bytes_a_number: float,
+    flops_a_number: float = 2.0,
+) -> float:
+    """Tokens a device above which a collective that moves (N-1)/N of an array of
+    ``bytes_a_number`` a parameter hides under arithmetic of ``flops_a_number``
+    operations a parameter a token, waits left out: (N-1)/N b R / (c S). With c = 2
+    it is FSDP's forward gather; with the gradients' bytes and c = 4, data
+    parallelism's all-reduce under the backward pass (2(N-1)/N b_g R / (4 S))."""
+    n = checked_whole("devices", devices, minimum=1)
+    b = checked_positive("bytes_a_number", bytes_a_number)
+    c = checked_positive("flops_a_number", flops_a_number)
+    return (n - 1) / n * b * acc.flops_per_s / (c * link.bytes_per_s)

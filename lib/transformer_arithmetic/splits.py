@@ -13,7 +13,12 @@ one over the network.
 Assumptions stated once: a micro-batch is one sequence; activations are kept as
 Korthikanti et al. (2023) count them with the score grids recomputed and sequence
 parallelism (so they split by N_tp); the logits are cut by vocabulary; every
-communication moves at its link's full rate and never contends with another.
+communication moves at its link's rate and never contends with another. By default
+nothing but the data-parallel collectives overlaps the arithmetic (the simple count);
+``overlap=True`` charges, as schedules that overlap do, only what sticks out: each
+tensor-parallel collective beyond the matrix product it runs beside
+(``tensor_parallel.tp_overlap_pairs``, backward products twice as long), and each
+stage-to-stage send beyond one micro-batch's pass through the stage.
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ from .memory import layer_activation_bytes, logits_bytes, parameter_count
 from .pipeline import micro_batches_held
 from .shapes import Accelerator, ModelShape
 from .tensor_parallel import (check_split, tp_cache_bytes_per_token, tp_decode_parts,
-                              tp_layer_numbers, tp_weight_bytes)
+                              tp_layer_numbers, tp_overlap_pairs, tp_weight_bytes,
+                              vocab_rows)
 
 __all__ = ["Split", "splits_of", "stage_numbers", "device_memory", "step_times",
            "serving_point"]
@@ -84,7 +90,7 @@ def stage_numbers(m: ModelShape, split: Split) -> int:
     if split.pp == 1:
         return tp_weight_bytes(m, n) // m.bytes_per_number
     layers = m.layers // split.pp * tp_layer_numbers(m, n)
-    return layers + (m.vocab // n) * m.width + m.norm_numbers * m.width
+    return layers + vocab_rows(m, n) * m.width + m.norm_numbers * m.width
 
 
 def device_memory(
@@ -119,11 +125,13 @@ def step_times(
     inside: Link,
     between: Link,
     machine: int,
+    overlap: bool = False,
 ) -> dict[str, float]:
     """Seconds one training step spends on the busiest device, by cause: its share of
     the arithmetic, the bubble, the tensor-parallel all-reduces, the stage-to-stage
     sends and the exposed data-parallel collectives (links chosen by ``machine``, the
-    devices one machine joins by ``inside``)."""
+    devices one machine joins by ``inside``); with ``overlap``, only the parts of the
+    tensor-parallel collectives and the sends that outlast the work beside them."""
     _valid(m, split, batch)
     machine = checked_whole("machine", machine, minimum=1)
     micro = batch // split.dp
@@ -136,6 +144,11 @@ def step_times(
     activations = seq_len * m.width * m.bytes_per_number
     per_layer = 4 * ring_time("all-reduce", activations, split.tp, tp_link)
     sends = 2 * micro * send_time(activations, pp_link)
+    if overlap:
+        pairs = tp_overlap_pairs(m, acc, tp_link, split.tp, seq_len)
+        per_layer = sum(max(0.0, c - a) + max(0.0, c - 2 * a)
+                        for a, c in pairs.values())
+        sends = 2 * micro * max(0.0, send_time(activations, pp_link) - one_micro / 3)
     state = stage_numbers(m, split) * m.bytes_per_number  # the device's gradients
     kind = "all-reduce" if split.zero == 0 else "reduce-scatter"
     dp = ring_time(kind, state, split.dp, dp_link)
