@@ -21,8 +21,9 @@ floats, so a sharded result differs from the whole one only by the order of its 
 - ``ring_attention``: causal attention over a sequence cut into one piece a device, the
   keys and values passed round a ring.
 
-Sequence and context parallel run for real are in ``sequence_runs``; training steps under
-tensor parallelism and under fully sharded data parallelism are in ``sharded_steps``.
+Sequence and context parallel run for real are in ``sequence_runs``; training steps
+under tensor parallelism and under fully sharded data parallelism, in
+``sharded_steps``.
 
 Each ``whole_*`` function computes the same thing in one process from the same seed,
 with PyTorch's own modules: the reference a sharded result must equal.

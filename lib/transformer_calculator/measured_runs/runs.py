@@ -6,7 +6,8 @@ was measured.
 - options of either command: ``model`` (a config's path or a shipped name), ``chip``,
   ``weights``, ``expert_weights``, ``kv_dtype``, ``tp``, ``pp``, ``ep``, ``dp``,
   ``batch``, ``prompt``, ``answer``, ``seq_len``, ``zero_stage``, ``micro_batches``,
-  ``recompute``, ``fp32_gradients``, ``engine``, ``engine_version``, ...;
+  ``recompute``, ``gradients`` (or ``fp32_gradients``), ``engine``,
+  ``engine_version``, ...;
 - beside a serving run: ``attention_dp`` (attention split into copies beside expert
   parallel), ``prefill_tp``, ``prefill_ep`` and ``prefill_attention_dp`` (a
   disaggregated run's prompt workers);
@@ -44,7 +45,7 @@ COMMANDS = ("report", "train")
 OPTIONS = (
     "model", "chip", "weights", "expert_weights", "kv_dtype", "tp", "pp", "ep", "dp",
     "batch", "prompt", "answer", "seq_len", "zero_stage", "micro_batches", "recompute",
-    "optimizer", "fp32_gradients", "devices", "engine", "engine_version",
+    "optimizer", "gradients", "fp32_gradients", "devices", "engine", "engine_version",
     "attention_dp", "prefill_tp", "prefill_ep", "prefill_attention_dp",
     "gpu_memory_utilization", "block_size", "interconnect",
 )

@@ -16,7 +16,7 @@ from ..model import Model
 from ..serving import served
 from ..splits import (Split, check_split, chip_link, chip_machine, chip_network,
                       stage_models)
-from ..training import OPTIMIZERS, Training
+from ..training import GRADIENTS, OPTIMIZERS, Training
 from .runs import Run
 
 __all__ = ["ServingSetup", "TrainingSetup", "serving_setup", "training_setup",
@@ -175,7 +175,8 @@ def training_setup(run: Run) -> TrainingSetup:
         optimizer=_choice(run, "optimizer", OPTIMIZERS) or "adamw",
         recompute=run.options.get("recompute", "selective"),
         zero_stage=_whole(run, "zero_stage", 0, low=0), devices=devices,
-        fp32_gradients=_flag(run, "fp32_gradients"))
+        gradients=(_choice(run, "gradients", GRADIENTS)
+                   or ("both" if _flag(run, "fp32_gradients") else "model")))
     split = _split(run, model, c, "tp", "ep", devices)
     split = dataclasses.replace(split, micro_batches=_whole(run, "micro_batches", 1))
     return TrainingSetup(model=model, chip=c, training=t, split=split, notes=notes)
