@@ -17,6 +17,7 @@ settings.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
@@ -57,8 +58,14 @@ def command(extra: list[str], folder: Path = ROOT / "book" / "chapters") -> list
 
 
 def main(argv: list[str]) -> int:
-    """Start JupyterLab (replaces this process)."""
-    cmd = command(argv)
+    """Start JupyterLab (replaces this process); every option but ``--help`` goes on to
+    ``jupyter lab``."""
+    ap = argparse.ArgumentParser(
+        prog="python -m book_machinery.lab", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Any other option is JupyterLab's own (python -m jupyterlab --help).")
+    _, extra = ap.parse_known_args(argv)
+    cmd = command(extra)
     os.execve(cmd[0], cmd, environment())
     return 0  # not reached
 

@@ -329,9 +329,10 @@ def print_book(page: Path, pdf: Path, paper: str, options: dict) -> dict:
     return info
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """Print the book (see the module's docstring); ``argv`` as on the command line."""
     ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m book_machinery.pdf", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument(
         "--path-output",
@@ -349,7 +350,7 @@ def main() -> None:
         action="store_true",
         help="print the single-page build already there (when working on print.css)",
     )
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     start = time.perf_counter()
     config = book_config()
     title = config.get("title") or "Book"

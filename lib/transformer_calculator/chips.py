@@ -25,6 +25,7 @@ __all__ = [
     "Chip",
     "chips",
     "chip",
+    "chip_note",
     "derated",
     "matrix_flops_per_s",
     "CHIP_FILE",
@@ -94,6 +95,20 @@ def chip(name: str) -> Chip:
         known = ", ".join(c.key for c in chips())
         raise ValueError(f"no chip called {name!r}; the shipped ones are: {known}")
     return found
+
+
+def chip_note(name: str, found: Chip) -> str | None:
+    """What to say when ``name`` took ``found`` but begins the key or name of another
+    shipped chip too (``h100``: the SXM card, though a PCIe one is shipped): which it
+    took, and how to ask for the others; None when ``name`` fits one chip alone."""
+    short = _normal(name)
+    others = [c for c in chips() if c is not found
+              and any(_normal(n).startswith(short) for n in (c.key, c.name))]
+    if not others:
+        return None
+    rest = " or ".join(f"--chip {c.key} ({c.name})" for c in others)
+    return (f"--chip {name}: taken as {found.name} ({found.key}), one of "
+            f"{len(others) + 1} shipped chips the name fits; for another say {rest}")
 
 
 def derated(

@@ -45,18 +45,19 @@ _group.__name__ = "whole number"
 _link.__name__ = "interconnect"
 
 
-def add_split_options(p: argparse.ArgumentParser, data_parallel: bool) -> None:
-    """The split flags (``--dp`` only where the command has no data-parallel flag of
-    its own: ``train`` names it ``--devices``)."""
+def add_split_options(p: argparse.ArgumentParser, training: bool) -> None:
+    """The split flags (``--dp`` for serving copies; ``train`` names its data-parallel
+    devices ``--devices`` and alone cuts a step into ``--micro-batches``)."""
     for long, short, dest, what in _GROUPS:
         p.add_argument(long, short, dest=dest, type=_group, default=1, metavar="N",
                        help=f"{what} (default 1)")
-    if data_parallel:
+    if not training:
         p.add_argument("--data-parallel", "--dp", dest="dp", type=_group, default=1,
                        metavar="N", help="copies of the model serving side by side "
                        "(default 1)")
-    p.add_argument("--micro-batches", type=_group, default=None, metavar="M",
-                   help="micro-batches a pipeline step is cut into (train; default 1)")
+    else:
+        p.add_argument("--micro-batches", type=_group, default=None, metavar="M",
+                       help="micro-batches a pipeline step is cut into (default 1)")
     p.add_argument("--interconnect", type=_link, default=None, metavar="NAME|GB/s",
                    help="the link between devices: a name from the chip table "
                    "(NVLink 4, PCIe Gen4 x16, ...) or GB/s both ways together, as "
@@ -68,7 +69,7 @@ def split_given(args: argparse.Namespace) -> bool:
     return (
         args.tp * args.pp * args.ep > 1
         or args.interconnect is not None
-        or args.micro_batches is not None
+        or getattr(args, "micro_batches", None) is not None
     )
 
 
@@ -87,7 +88,7 @@ def split_of(args: argparse.Namespace, chip: Chip, dp: int, training: bool) -> S
                 "table; name one or give its GB/s"
             )
     return Split(tp=args.tp, pp=args.pp, ep=args.ep, dp=dp,
-                 micro_batches=args.micro_batches or 1, link=link)
+                 micro_batches=getattr(args, "micro_batches", None) or 1, link=link)
 
 
 def add_serving_split(result: dict, args: argparse.Namespace, model: Model, chip: Chip,

@@ -238,6 +238,7 @@ def run_train(args, load_model, apply_formats, chip_of) -> str:
         raise UsageError("argument --lora-targets needs --lora-rank")
     model, notes = load_model(args.config, args.route)
     model = apply_formats(model, notes, args.weights, None)
+    notes += args.chip_notes
     lora = None
     if args.lora_rank:
         names = {m.name for m in matrices(model.layout)} | (
