@@ -30,9 +30,12 @@ from pathlib import Path
 from urllib.parse import unquote, urldefrag, urlparse
 
 import pytest
+import yaml
 
 from book_files import BOOK, ROOT, paired_notebooks
 from book_machinery.myst_plugin import READABLE_PX
+from book_machinery.sphinx_downloads import TORCH_CPU_INDEX, gigabytes
+from book_machinery.sphinx_print import pdf_name
 
 pytestmark = [pytest.mark.site, pytest.mark.slow(seconds=60)]
 
@@ -42,12 +45,20 @@ SCREENSHOTS = ["intro", "chapters/training/04_kv_cache", "chapters/why_won/04_cu
 PHONE = 390          # CSS pixels: a phone held upright
 MAX_PAGE = 1.5e6     # bytes a page and its pictures may weigh
 RESOLVER = "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"
+NO_CUE = ("none", "normal", '""')  # a ::before with nothing to say
+
+
+PDF_STAND_IN = b"%PDF-1.4\n% a stand-in for the whole book as make pdf prints it\n%%EOF\n"
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
-    """Build the whole book, every page, failing on any warning."""
+    """Build the whole book, every page, failing on any warning, as it is once `make pdf` has
+    printed the book (a stand-in PDF where make pdf writes it: the site then offers it)."""
     out = tmp_path_factory.mktemp("site")
+    printed = out / "_build" / "pdf" / pdf_name(yaml.safe_load((BOOK / "_config.yml").read_text())["title"])
+    printed.parent.mkdir(parents=True)
+    printed.write_bytes(PDF_STAND_IN)
     jb = Path(sys.executable).with_name("jupyter-book")
     run = subprocess.run(
         [str(jb), "build", "--all", "-W", "-n", "--keep-going", str(BOOK), "--path-output", str(out)],
@@ -86,7 +97,20 @@ PHONE_PROBE = """(() => {
             cue: style.backgroundImage.includes('gradient'), cut: r.right > box.right + 1,
             text: m.getAttribute('aria-label') || m.textContent.slice(0, 40)};
   });
-  return {figures, equations, page_wider: document.documentElement.scrollWidth > window.innerWidth + 1};
+  const cue = (e) => getComputedStyle(e, '::before').content;
+  const outputs = [...document.querySelectorAll('article div.cell_output pre')]
+    .filter(p => p.checkVisibility() && p.innerText.trim()).map(p => ({
+      wraps: !['pre', 'nowrap'].includes(getComputedStyle(p).whiteSpace),
+      wide: p.scrollWidth > p.clientWidth + 1, cue: cue(p.closest('div.output') || p.parentElement),
+      line: p.innerText.split('\n')[0].slice(0, 50)}));
+  const tables = [...document.querySelectorAll('article table')].filter(t => t.checkVisibility()).map(t => {
+    const scroller = t.closest('.pst-scrollable-table-container, .calc-scroll');
+    return {boxed: Boolean(scroller), wide: scroller ? scroller.scrollWidth > scroller.clientWidth + 1
+              : t.getBoundingClientRect().right > box.right + 1,
+            cue: scroller ? cue(scroller) : 'none', head: t.innerText.slice(0, 50)};
+  });
+  return {figures, equations, outputs, tables,
+          page_wider: document.documentElement.scrollWidth > window.innerWidth + 1};
 })()"""
 
 
@@ -148,12 +172,20 @@ def browsed(site):
                         .filter(e => e.checkVisibility()).length"""),
                     "downloads": page.evaluate("""[...document.querySelectorAll('.dropdown-download-buttons a')]
                         .map(a => a.href)"""),
+                    "download_items": page.evaluate("""[...document.querySelectorAll('.dropdown-download-buttons li')]
+                        .map(li => li.innerText.trim())"""),
                     "cited": page.evaluate("""[...document.querySelectorAll('span.bibtex-citation')].map(s => ({
                         text: s.textContent.replace(/\\s+/g, ' ').trim(),
                         links: [...s.querySelectorAll('a')].map(a => [a.textContent.replace(/\\s+/g, ' ').trim(), a.href])}))"""),
                     "labels": page.evaluate("""Object.fromEntries([...document.querySelectorAll('div.citation')].map(d =>
                         [d.id, d.querySelector('.label').textContent.replace(/^\\[|\\]$/g, '').trim()]))"""),
                     "backlinks": page.evaluate("""[...document.querySelectorAll('p.book-cited-in a')].map(a => a.href)"""),
+                    "glossary": page.evaluate("""[...document.querySelectorAll('dl.glossary > dt')].map(dt => ({
+                        id: dt.id, term: dt.textContent.replace(/#$/, '').trim(),
+                        back: [...(dt.nextElementSibling || dt).querySelectorAll('p.book-explained-in a')]
+                          .map(a => a.href)}))"""),
+                    "term_links": page.evaluate("""[...document.querySelectorAll('a[href*="glossary.html#term-"]')]
+                        .map(a => a.href.split('#')[1])"""),
                 }
                 opened = {k for r in results.values() for k in ("toggle_opens", "solution_opens") if k in r}
                 if results[doc]["toggles"] and "toggle_opens" not in opened:   # one page shows the toggles work
@@ -169,7 +201,7 @@ def browsed(site):
                     page.screenshot(path=str(ARTIFACTS / (doc.replace("/", "__") + ".png")), full_page=False)
                 # the same page on a phone: the layout follows the new width without a reload
                 page.set_viewport_size({"width": PHONE, "height": 844})
-                page.wait_for_timeout(50)
+                page.wait_for_timeout(80)  # the scroll cues follow the new width (book-scroll.js)
                 results[doc]["phone"] = page.evaluate(PHONE_PROBE)
                 if doc in SCREENSHOTS:
                     page.screenshot(path=str(ARTIFACTS / (doc.replace("/", "__") + f"__{PHONE}.png")),
@@ -266,6 +298,22 @@ def test_one_search_box_and_the_downloads_in_every_header(browsed, site):
     assert not missing, f"pages whose download menu lacks the wheel or the source: {sorted(missing)}"
     intro = " ".join(browsed["intro"]["links"])
     assert wheel.name in intro and archive.name in intro, "the landing page does not link both downloads"
+    landing = (site / "intro.html").read_text()
+    assert f"pip install torch --index-url {TORCH_CPU_INDEX}" in landing, "the landing page does not take PyTorch's CPU build"
+    assert f"about {gigabytes('cpu')}" in landing and f"about {gigabytes('pypi')}" in landing
+
+
+def test_the_print_item_says_what_it_prints_and_the_book_pdf_is_offered(browsed, site):
+    """The theme's ".pdf" item prints the page in view: it is named so. The whole book's PDF,
+    once make pdf has printed it, is in every download menu and on the landing page."""
+    pdf = site / "_downloads" / pdf_name(yaml.safe_load((BOOK / "_config.yml").read_text())["title"])
+    assert pdf.read_bytes() == PDF_STAND_IN, "the site did not copy the printed book"
+    for doc, r in browsed.items():
+        assert "print this page" in r["download_items"] and ".pdf" not in r["download_items"], (
+            doc, r["download_items"])
+        assert any(unquote(h).endswith("_downloads/" + pdf.name) for h in r["downloads"]), (
+            f"{doc}: the download menu does not offer the whole book's PDF")
+    assert pdf.name in " ".join(browsed["intro"]["links"]), "the landing page does not list the book's PDF"
 
 
 def svg_letters(svg: Path) -> tuple[float, float]:
@@ -290,7 +338,7 @@ def test_every_figure_reads_on_a_phone(browsed, site):
             checked += 1
             if px < READABLE_PX - 0.05:
                 small.append((doc, path.name[:12], round(px, 1)))
-            if f["shown"] > f["room"] + 1 and f["hint"] in ("none", "normal", '""'):
+            if f["shown"] > f["room"] + 1 and f["hint"] in NO_CUE:
                 unsaid.append((doc, path.name[:12]))
             if not f["link"] or not f["link"].endswith(path.name):
                 unlinked.append((doc, path.name[:12]))
@@ -308,6 +356,65 @@ def test_no_equation_is_cut_without_a_cue_on_a_phone(browsed):
     assert not bad, f"equations cut off at {PHONE} px, or scrolling with nothing to show it: {bad[:10]}"
     assert any(e["wide"] for r in browsed.values() for e in r["phone"]["equations"]), (
         "no equation is wider than a phone: the cue is not exercised")
+
+
+def test_printed_outputs_keep_their_lines_and_say_when_they_scroll_on_a_phone(browsed):
+    """A printed table's line never wraps (its columns would fall apart); an output wider than
+    a phone scrolls sideways and says so above it."""
+    outputs = [(doc, o) for doc, r in browsed.items() for o in r["phone"]["outputs"]]
+    assert len(outputs) > 100, f"only {len(outputs)} printed outputs seen"
+    wrapped = [(doc, o["line"]) for doc, o in outputs if o["wraps"]]
+    assert not wrapped, f"printed outputs whose lines wrap at {PHONE} px: {wrapped[:10]}"
+    unsaid = [(doc, o["line"]) for doc, o in outputs if o["wide"] and o["cue"] in NO_CUE]
+    assert not unsaid, f"outputs wider than a phone with no word that they scroll: {unsaid[:10]}"
+    assert any(o["wide"] for _, o in outputs), "no output is wider than a phone: the cue is not exercised"
+    false_cue = [(doc, o["line"]) for doc, o in outputs if not o["wide"] and o["cue"] not in NO_CUE]
+    assert not false_cue, f"outputs that fit but say they scroll: {false_cue[:10]}"
+
+
+def test_a_table_wider_than_a_phone_says_it_scrolls(browsed):
+    tables = [(doc, t) for doc, r in browsed.items() for t in r["phone"]["tables"]]
+    assert tables, "no table on any page"
+    cut = [(doc, t["head"]) for doc, t in tables if not t["boxed"] and t["wide"]]
+    assert not cut, f"tables cut off at {PHONE} px: {cut[:10]}"
+    unsaid = [(doc, t["head"]) for doc, t in tables if t["wide"] and t["cue"] in NO_CUE]
+    assert not unsaid, f"tables wider than a phone with no word that they scroll: {unsaid[:10]}"
+    assert any(t["wide"] for _, t in tables), "no table is wider than a phone: the cue is not exercised"
+
+
+def test_an_equation_that_fits_draws_no_mark_beside_it(site, browser):
+    """The scroll shadows of a display equation show only while there is more to see: an equation
+    that fits looks the same with its background removed, one wider than a phone does not, and on
+    paper there is none."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto((site / "chapters/training/04_kv_cache.html").as_uri())
+    page.wait_for_function("document.querySelectorAll('mjx-container[display=\"true\"]').length > 0",
+                           timeout=15000)
+
+    def marks(width: int) -> list[bool]:
+        """For each display equation that fits (width 1280) or overflows (a phone): whether its
+        background draws anything."""
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(100)
+        found = []
+        for eq in page.locator('mjx-container[display="true"]').all()[:12]:
+            wide = eq.evaluate("m => m.scrollWidth > m.clientWidth + 1")
+            if wide != (width == PHONE) or not eq.is_visible():
+                continue
+            eq.scroll_into_view_if_needed()
+            with_background = eq.screenshot()
+            eq.evaluate("m => m.style.background = 'none'")
+            found.append(eq.screenshot() != with_background)
+            eq.evaluate("m => m.style.background = ''")
+        return found
+
+    fitting, wide = marks(1280), marks(PHONE)
+    assert fitting and not any(fitting), f"equations that fit draw marks beside them: {fitting}"
+    assert wide and all(wide), f"equations wider than a phone show no shadow at their edge: {wide}"
+    page.emulate_media(media="print")
+    printed = page.evaluate("""[...document.querySelectorAll('mjx-container[display="true"]')]
+        .map(m => getComputedStyle(m).backgroundImage)""")
+    assert set(printed) == {"none"}, f"equations print a background: {set(printed)}"
 
 
 def test_citations_carry_the_bibliographys_own_labels(browsed):
@@ -339,6 +446,21 @@ def test_every_entry_links_back_to_where_it_is_cited(browsed):
     assert len(back) >= len(cited_from & set(entries)), "fewer back-links than cited entries"
     dangling = [h for h in back if urldefrag(h)[1] not in ids.get(urldefrag(h)[0], set())]
     assert not dangling, f"back-links to no citation: {dangling[:5]}"
+
+
+def test_every_glossary_entry_links_back_to_where_its_term_is_explained(browsed):
+    """Each entry links to one section (the first that links the term, or else names it), and
+    that section is a page of the book that uses the term."""
+    entries = browsed["glossary"]["glossary"]
+    assert len(entries) >= 80, f"only {len(entries)} glossary entries"
+    alone = [e["term"] for e in entries if len(e["back"]) != 1]
+    assert not alone, f"glossary entries without their one link back: {alone}"
+    pages = {urldefrag(r["url"])[0]: r for r in browsed.values()}
+    for e in entries:
+        target = pages.get(urldefrag(e["back"][0])[0])
+        assert target is not None, f"{e['term']}: links back to a page outside the contents"
+        linked = e["id"] in target["term_links"]
+        assert linked or urldefrag(e["back"][0])[1] in target["ids"], e
 
 
 def test_every_page_stays_under_its_weight(site):
@@ -454,6 +576,7 @@ def test_the_wheel_installs_offline_and_runs_a_downloaded_notebook(site, tmp_pat
     nb = json.loads(notebook.read_text())
     first = "".join(nb["cells"][0]["source"])
     assert wheel.name in first and "pip install" in first, f"the notebook's first cell does not say how to install: {first[:200]}"
+    assert f"pip install torch --index-url {TORCH_CPU_INDEX}" in first, "the first cell does not take PyTorch's CPU build"
     fresh = tmp_path / "fresh"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(fresh)], check=True)
     python = fresh / "bin" / "python"
