@@ -107,7 +107,9 @@ PHONE_PROBE = """(() => {
     const scroller = t.closest('.pst-scrollable-table-container, .calc-scroll');
     return {boxed: Boolean(scroller), wide: scroller ? scroller.scrollWidth > scroller.clientWidth + 1
               : t.getBoundingClientRect().right > box.right + 1,
-            cue: scroller ? cue(scroller) : 'none', head: t.innerText.slice(0, 50)};
+            cue: scroller ? cue(scroller) : 'none', head: t.innerText.slice(0, 50),
+            numbered: Boolean(t.querySelector(':scope > caption .caption-number')),
+            form: Boolean(t.closest('.calc'))};
   });
   return {figures, equations, outputs, tables,
           page_wider: document.documentElement.scrollWidth > window.innerWidth + 1};
@@ -380,6 +382,17 @@ def test_a_table_wider_than_a_phone_says_it_scrolls(browsed):
     unsaid = [(doc, t["head"]) for doc, t in tables if t["wide"] and t["cue"] in NO_CUE]
     assert not unsaid, f"tables wider than a phone with no word that they scroll: {unsaid[:10]}"
     assert any(t["wide"] for _, t in tables), "no table is wider than a phone: the cue is not exercised"
+
+
+def test_the_appendixs_tables_carry_numbered_captions(browsed):
+    """Tables are captioned as figures are ({table} with :name:, numbered by Sphinx); the
+    appendix's are (the in-page calculator titles the tables of its report itself), and
+    chapter authors caption theirs the same way (CONTRIBUTING.md)."""
+    appendix = [(doc, t) for doc, r in browsed.items() if doc.startswith("chapters/appendix/")
+                for t in r["phone"]["tables"] if not t["form"]]  # the form's report titles its own
+    assert appendix, "no table in the appendix"
+    bare = [(doc, t["head"]) for doc, t in appendix if not t["numbered"]]
+    assert not bare, f"appendix tables without a numbered caption: {bare}"
 
 
 def test_an_equation_that_fits_draws_no_mark_beside_it(site, browser):
