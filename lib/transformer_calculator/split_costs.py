@@ -11,6 +11,7 @@ serving step take turns on one batch (no second batch in flight).
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from transformer_arithmetic.collectives import ring_time
 from transformer_arithmetic.pipeline import bubble_share, micro_batches_held
@@ -114,6 +115,7 @@ def serving_split(model: Model, chip: Chip, s: Split, engine: Serving,
         "notes": notes,
         "devices": devices,
         "busiest_stage": busiest["stage"],
+        "conversation_tokens": first,
         "usable_bytes_per_device": usable,
         "weights_fit": fits,
         "decode": [step(n, 1) for n in lengths] if fits else [],
@@ -178,8 +180,11 @@ def training_split(model: Model, chip: Chip, s: Split, t: training.Training,
     on the busiest stage, tokens a second and chip-hours over all devices."""
     notes = check_split(model, s)
     if t.batch % s.micro_batches:
+        fits = sorted({d for n in range(1, math.isqrt(t.batch) + 1) if t.batch % n == 0
+                       for d in (n, t.batch // n)})[:12]
         raise ValueError(f"argument --micro-batches: {s.micro_batches} do not divide "
-                         f"the batch of {t.batch}")
+                         f"the batch of {t.batch} (it takes one of "
+                         f"{', '.join(map(str, fits))})")
     if t.zero_stage and s.ep > s.tp:
         raise ValueError("argument --ep: experts spread over data-parallel devices "
                          "under ZeRO are not counted; keep --ep at most --tp or use "

@@ -117,7 +117,13 @@ def chip_link(acc: Chip) -> Link | None:
     return link_of(acc.interconnect, acc.interconnect_bytes_per_s)
 
 
-def _refuse(flag: str, why: str) -> ValueError:
+def _refuse(flag: str, why: str, whole: int | None = None) -> ValueError:
+    """The one-line refusal of ``flag``; with ``whole``, the values that divide it (up
+    to ``MAX_SPLIT``, at most twelve), which the rule broken allows."""
+    if whole is not None:
+        fits = [n for n in range(1, min(whole, MAX_SPLIT) + 1) if whole % n == 0]
+        shown = ", ".join(map(str, fits[:12])) + (", ..." if len(fits) > 12 else "")
+        why += f" (it takes a number that divides {whole:,}: {shown})"
     return ValueError(f"argument {flag}: {why}")
 
 
@@ -138,7 +144,7 @@ def check_split(model: Model, s: Split) -> list[str]:
                               "split by this calculator")
             if m.heads % s.tp:
                 raise _refuse("--tp", f"{m.heads} heads do not divide among "
-                              f"{s.tp} devices")
+                              f"{s.tp} devices", m.heads)
             kv = getattr(m, "kv_heads", None)
             if kv is not None and kv % s.tp and s.tp % kv:
                 raise _refuse("--tp", f"{kv} key-value heads neither divide among "
@@ -146,11 +152,11 @@ def check_split(model: Model, s: Split) -> list[str]:
         for part in (f, getattr(f, "shared", None)):
             if isinstance(part, FeedForward) and part.inner % s.tp:
                 raise _refuse("--tp", f"feed-forward width {part.inner:,} does not "
-                              f"divide among {s.tp} devices")
+                              f"divide among {s.tp} devices", part.inner)
         if isinstance(f, Experts):
             if f.count % s.ep:
                 raise _refuse("--ep", f"{f.count} experts do not divide among "
-                              f"{s.ep} devices")
+                              f"{s.ep} devices", f.count)
             if f.inner % s.expert_cut:
                 raise _refuse("--tp", f"expert width {f.inner:,} does not divide "
                               f"into {s.expert_cut} shares")
@@ -163,7 +169,7 @@ def check_split(model: Model, s: Split) -> list[str]:
                           "and tp to divide it or be divided by it")
     if len(blocks) % s.pp:
         raise _refuse("--pp", f"{len(blocks)} layers do not divide among {s.pp} "
-                      "stages (uneven stages are not counted)")
+                      "stages (uneven stages are not counted)", len(blocks))
     if model.layout.vocab % s.tp:
         notes.append(f"vocabulary {model.layout.vocab:,} padded to "
                      f"{_cut(model.layout.vocab, s.tp) * s.tp:,} rows to divide "

@@ -36,7 +36,8 @@ def serving_split_lines(r: dict) -> list[str]:
     lines = ["", split_head(s)]
     lines += [f"  - {note}" for note in r["notes"]]
     lines += table(
-        ["device", "layers", "weights", "one conversation", "conversations that fit"],
+        ["device", "layers", "weights", f"cache of {r['conversation_tokens']:,} tokens",
+         "such conversations that fit"],
         [
             [
                 _stage_name(x, n),
