@@ -255,7 +255,8 @@ def chip_of(args: argparse.Namespace):
 
 def _report(args: argparse.Namespace) -> str:
     if (args.prompt is None) != (args.answer is None):
-        raise UsageError("arguments --prompt and --answer go together")
+        raise UsageError("arguments --prompt and --answer go together: give both or "
+                         "neither")
     model, notes = load_model(args.config, args.route)
     model = apply_formats(model, notes, args.weights, args.kv_dtype)
     notes += args.chip_notes
