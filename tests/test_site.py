@@ -16,6 +16,7 @@ a few pages, at both widths, go to test-artifacts/.
 """
 from __future__ import annotations
 
+import ast
 import functools
 import html
 import http.server
@@ -24,11 +25,14 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import sysconfig
 import tarfile
 import threading
+import time
+import urllib.request
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urlparse
 
@@ -450,6 +454,107 @@ def test_an_equation_that_fits_draws_no_mark_beside_it(site, browser):
     printed = page.evaluate("""[...document.querySelectorAll('mjx-container[display="true"]')]
         .map(m => getComputedStyle(m).backgroundImage)""")
     assert set(printed) == {"none"}, f"equations print a background: {set(printed)}"
+    page.close()
+
+
+LAB_SECTION = "chapters/training/04_kv_cache"   # CONTRIBUTING's reference section
+LAB_TOKEN = "book-site-test"
+FIRST_GLUED = """root => {   // the first paragraph of prose with a glued value and no math
+  const p = [...document.querySelectorAll(root + ' p')].find(p => p.querySelector('.pasted-text')
+    && !p.closest('figure, .admonition, details, table') && !p.querySelector('.math, mjx-container'));
+  if (!p) return null;
+  const glued = [...p.querySelector('.pasted-text').classList].find(c => c.startsWith('book-glue-'));
+  return {text: p.textContent.replace(/\\s+/g, ' ').trim(), key: glued ? glued.slice(10) : null};
+}"""
+
+
+@pytest.fixture
+def lab(site, tmp_path):
+    """JupyterLab as `make lab` starts it (the project's configuration layer, the book's Lab
+    extension), on a copy of one section, with the references of this site's build; the app is
+    exposed to the page, so a test can add and run a cell."""
+    from book_machinery import lab as book_lab
+
+    if not (book_lab.EXTENSIONS / "book-machinery-lab" / "package.json").exists():
+        pytest.fail("the book's Lab extension is not built: run `make setup`")
+    copy = tmp_path / "book"
+    (copy / LAB_SECTION).parent.mkdir(parents=True)
+    for suffix in (".md", ".ipynb"):
+        shutil.copy2(BOOK / f"{LAB_SECTION}{suffix}", copy / f"{LAB_SECTION}{suffix}")
+    shutil.copy2(BOOK / "jupytext.toml", copy / "jupytext.toml")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    home = tmp_path / "home"
+    env = {**book_lab.environment(), "HOME": str(home), "JUPYTER_CONFIG_DIR": str(home / ".jupyter"),
+           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
+           "BOOK_LAB_BOOK": str(copy), "BOOK_LAB_REFERENCES": str(site.parent / "book-references.json")}
+    cmd = book_lab.command(["--no-browser", f"--port={port}", "--ip=127.0.0.1",
+                            f"--IdentityProvider.token={LAB_TOKEN}", "--LabApp.expose_app_in_browser=True"],
+                           folder=tmp_path)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None and time.monotonic() < deadline, "JupyterLab did not start"
+            try:
+                urllib.request.urlopen(f"{base}/api/status?token={LAB_TOKEN}", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+@pytest.mark.slow(seconds=25)
+def test_a_sections_prose_in_jupyterlab_reads_as_on_the_site(site, browser, lab):
+    """A reader editing the section in Lab reads its first glued sentence as the site prints it
+    (the numbers of the notebook's outputs, the site's numbered references), and a cell run in
+    Lab that glues a new value changes the sentence."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto((site / f"{LAB_SECTION}.html").as_uri())
+    on_site = page.evaluate(FIRST_GLUED, "article")
+    assert on_site, f"{LAB_SECTION} has no glued sentence without math"
+    outside = []
+    page.on("request", lambda r: None if r.url.startswith((lab, lab.replace("http", "ws"), "data:", "blob:",
+                                                           "file:")) else outside.append(r.url))
+    page.goto(f"{lab}/lab/tree/book/{LAB_SECTION}.md?token={LAB_TOKEN}")
+    page.wait_for_selector(".jp-MarkdownCell [data-book-prose=rendered] .pasted-text", timeout=90_000)
+    in_lab = page.evaluate(FIRST_GLUED, ".jp-Notebook")
+    assert in_lab and in_lab["text"] == on_site["text"], (in_lab, on_site)
+    page.locator(".jp-MarkdownCell p:has(.pasted-text)").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "lab__04_kv_cache.png"))
+    # glue a new value in a cell run in Lab: the sentence follows
+    key = in_lab["key"]
+    md = (BOOK / f"{LAB_SECTION}.md").read_text()
+    spec = re.search(r"\{glue:text\}`" + re.escape(key) + r"(?::([^`]*))?`", md)[1] or ""
+    nb = json.loads((BOOK / f"{LAB_SECTION}.ipynb").read_text())
+    stored = next("".join(o["data"][m]) for c in nb["cells"] for o in c.get("outputs", [])
+                  if o.get("metadata", {}).get("scrapbook", {}).get("name") == key
+                  for m in o["data"] if m.endswith("text/plain"))
+    old = ast.literal_eval(stored)
+    new = "an edited phrase" if isinstance(old, str) else type(old)(old * 3 + 7)
+    from myst_nb.core.variables import format_plain_text
+
+    expected = format_plain_text(repr(new), spec)
+    assert expected not in in_lab["text"]
+    page.evaluate("""async source => {
+        const app = window.jupyterapp, panel = app.shell.currentWidget, notebook = panel.content;
+        await panel.sessionContext.ready;
+        notebook.activeCellIndex = notebook.widgets.length - 1;
+        await app.commands.execute('notebook:insert-cell-below');
+        notebook.activeCell.model.sharedModel.setSource(source);
+        await app.commands.execute('notebook:run-cell');
+    }""", f"from book_machinery.prose import record\nrecord({key}={new!r})")
+    page.wait_for_function(f"() => ({FIRST_GLUED})('.jp-Notebook').text.includes({expected!r})",
+                           timeout=90_000)
+    edited = page.evaluate(FIRST_GLUED, ".jp-Notebook")["text"]
+    assert edited == on_site["text"].replace(format_plain_text(stored, spec), expected, 1), edited
+    assert not outside, f"JupyterLab asked the network for: {outside}"
     page.close()
 
 

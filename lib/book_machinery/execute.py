@@ -230,7 +230,7 @@ def main(argv: list[str]) -> int:
         prog="python -m book_machinery.execute", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("notebooks", nargs="*", metavar="SECTION.md",
-                    help="the sections to run (default: every one but the measured page)")
+                    help="the sections to run (default: all but the measured page)")
     ap.add_argument("--measured", action="store_true",
                     help="run the measured page alone")
     args = ap.parse_args(argv)

@@ -332,7 +332,8 @@ def print_book(page: Path, pdf: Path, paper: str, options: dict) -> dict:
 def main(argv: list[str] | None = None) -> None:
     """Print the book (see the module's docstring); ``argv`` as on the command line."""
     ap = argparse.ArgumentParser(
-        prog="python -m book_machinery.pdf", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m book_machinery.pdf", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument(
         "--path-output",
