@@ -10,7 +10,6 @@ import contextlib
 import importlib
 import io
 import json
-from pathlib import Path
 
 import pytest
 

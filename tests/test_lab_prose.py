@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from book_files import BOOK
-from book_machinery import lab_prose
+from book_machinery import lab_prose, lab_server
 
 pytestmark = pytest.mark.site   # the site's renderer, in its Lab form: not make check's
 
@@ -103,9 +103,9 @@ def test_a_missing_value_is_an_error_a_reader_sees():
 
 
 def test_the_server_answers_for_the_books_sections_only(tmp_path):
-    assert lab_prose.section_doc(BOOK / "chapters" / "training" / "04_kv_cache.md") == (
+    assert lab_server.section_doc(BOOK / "chapters" / "training" / "04_kv_cache.md") == (
         "chapters/training/04_kv_cache")
-    assert lab_prose.section_doc(tmp_path / "elsewhere.md") is None
+    assert lab_server.section_doc(tmp_path / "elsewhere.md") is None
 
 
 ROLE = re.compile(r"\{([a-z][\w:-]*)\}`")

@@ -11,12 +11,12 @@ same MyST parser the site uses (myst-parser, under docutils), with:
   bibliography's labels, ``{term}`` with the glossary's definition as its title: all
   read from the site build's ``_build/book-references.json`` (``sphinx_lab``).
 
-Two halves. This module is a Jupyter server extension (the project's configuration
-layer enables it: ``jupyter/jupyter_server_config.d``) answering ``POST
-/book-prose/render`` with one HTML fragment a markdown cell; the Lab extension in
-``lab_extension/`` (built from npm by ``make setup``) is the markdown renderer that asks
-it, for the notebooks of the book, and renders again when an output changes. Anything
-else Lab renders as it always does.
+This module renders one cell (``render``); ``lab_server`` is the Jupyter server
+extension that answers Lab with it (the project's configuration layer enables it:
+``jupyter/jupyter_server_config.d``), and the Lab extension in ``lab_extension/``
+(built from npm by ``make setup``) is the markdown renderer that asks, for the notebooks
+of the book, and asks again when an output changes. Anything else Lab renders as it
+always does.
 """
 
 from __future__ import annotations
@@ -26,12 +26,9 @@ import contextvars
 import copy
 import functools
 import html
-import json
-import os
 import posixpath
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from docutils import nodes
 from docutils.core import publish_doctree, publish_from_doctree
@@ -39,24 +36,11 @@ from docutils.parsers.rst import Directive, directives, roles
 from docutils.parsers.rst.directives.tables import RSTTable
 from myst_parser.parsers.docutils_ import Parser
 
-from .execute import ROOT
 
-__all__ = ["Context", "render", "references_path", "EXTENSIONS"]
+__all__ = ["Context", "render", "EXTENSIONS"]
 
 EXTENSIONS = ("colon_fence", "dollarmath", "amsmath", "deflist", "substitution")
 """The MyST extensions the book's ``_config.yml`` enables (tests/test_lab.py checks)."""
-
-
-def book() -> Path:
-    """The book's folder (``BOOK_LAB_BOOK`` names another: a copy, in the tests)."""
-    return Path(os.environ.get("BOOK_LAB_BOOK") or ROOT / "book")
-
-
-def references_path() -> Path:
-    """Where the site build wrote the book's references (``BOOK_LAB_REFERENCES`` names
-    another file)."""
-    return Path(os.environ.get("BOOK_LAB_REFERENCES")
-                or book() / "_build" / "book-references.json")
 
 
 @dataclass
@@ -374,72 +358,3 @@ def render(source: str, ctx: Context) -> str:
     body = re.search(r'<main>\n?(.*)</main>', page, re.S) or re.search(
         r"<body>\n?(.*)</body>", page, re.S)
     return body[1].strip() if body else page
-
-
-# ---------------------------------------------------------------- the server
-
-
-def joined(glue: dict) -> dict:
-    """``glue`` with each MIME type's value as one string (a notebook may store a text
-    as a list of its lines)."""
-    return {name: {mime: "".join(v) if isinstance(v, list) else v
-                   for mime, v in bundle.items()} for name, bundle in glue.items()}
-
-
-def section_doc(path: Path) -> str | None:
-    """The document name of a section's source (``book/chapters/x/y.md`` ->
-    ``chapters/x/y``), or None outside the book."""
-    try:
-        return path.resolve().relative_to(book().resolve()).with_suffix("").as_posix()
-    except ValueError:
-        return None
-
-
-def _references() -> dict:
-    path = references_path()
-    try:
-        stamp = path.stat().st_mtime
-    except OSError:
-        return {}
-    if _READ.get("stamp") != stamp:
-        _READ.update(stamp=stamp, data=json.loads(path.read_text(encoding="utf-8")))
-    return _READ["data"]
-
-
-_READ: dict = {}
-
-
-def _handler_class():
-    from jupyter_server.base.handlers import APIHandler
-    from tornado import web
-
-    class RenderHandler(APIHandler):
-        """``POST /book-prose/render`` {path, cells: [markdown], glue: {name: bundle}}:
-        {html: [fragment]}, or 404 for a file outside the book."""
-
-        @web.authenticated
-        def post(self):
-            body = json.loads(self.request.body or b"{}")
-            root = Path(self.settings["server_root_dir"]).expanduser()
-            doc = section_doc(root / body.get("path", ""))
-            if doc is None:
-                raise web.HTTPError(404, "not a section of the book")
-            ctx = Context(glue=joined(body.get("glue", {})), references=_references(),
-                          doc=doc)
-            self.finish(json.dumps({"html": [render(s, ctx) for s in body["cells"]],
-                                    "numbered": bool(ctx.references)}))
-
-    return RenderHandler
-
-
-def _jupyter_server_extension_points():
-    return [{"module": "book_machinery.lab_prose"}]
-
-
-def _load_jupyter_server_extension(serverapp):
-    from jupyter_server.utils import url_path_join
-
-    base = serverapp.web_app.settings["base_url"]
-    serverapp.web_app.add_handlers(
-        ".*$", [(url_path_join(base, "book-prose", "render"), _handler_class())])
-    serverapp.log.info("book_machinery.lab_prose: sections' prose as the site shows it")
