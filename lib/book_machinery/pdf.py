@@ -53,11 +53,12 @@ JB = Path(sys.executable).with_name("jupyter-book")
 SITE_SCRIPTS = re.compile(
     r"/_static/(scripts/(bootstrap|pydata-sphinx-theme|fontawesome|sphinx-book-theme)"
     r"\.js|sphinx-thebe\.js|searchtools\.js|language_data\.js|clipboard\.min\.js"
-    r"|copybutton\.js|togglebutton\.js|design-tabs\.js)|/searchindex\.js"
+    r"|copybutton\.js|togglebutton\.js|design-tabs\.js|book-scroll\.js)"
+    r"|/searchindex\.js"
 )
-"""The site's interactive scripts: navigation, search, copy and toggle buttons. None of
-them renders content, and without them the page loads faster and nothing moves while
-printing."""
+"""The site's interactive scripts: navigation, search, copy and toggle buttons, the
+scroll cues. None of them renders content, and without them the page loads faster and
+nothing moves while printing."""
 
 
 def book_config() -> dict:
