@@ -4,7 +4,8 @@ Full-size models are built on the meta device (shapes only, no memory, no weight
 models of the same families are built on the CPU and run, so that their caches can be
 read after a prompt and after one more token. Nothing is downloaded.
 
-``TINY`` shrinks each published config in ``tests/configs`` to a few layers of width 64
+``TINY`` shrinks each published config (the library's own, ``published.model_names()``, and the
+further ones in ``tests/configs``) to a few layers of width 64
 and keeps every structural field as published (windows are shortened to a few tokens so
 that a short prompt runs past them; patterns keep enough layers to show each kind).
 """
@@ -19,8 +20,22 @@ import torch
 import transformers
 from transformers.cache_utils import get_layer_types_and_kwargs
 
+from published import model_config, model_config_path, model_names
+
 CONFIGS = Path(__file__).resolve().parent / "configs"
-PUBLISHED = sorted(p.stem for p in CONFIGS.glob("*.json"))
+"""Published configs the tests check beyond those the library ships (no file in both)."""
+
+
+def config_path(name: str) -> Path:
+    """The file of the published config ``name``: the library's own, or the tests'."""
+    own = CONFIGS / f"{name}.json"
+    return own if own.is_file() else model_config_path(name)
+
+
+PUBLISHED = sorted({p.stem for p in CONFIGS.glob("*.json")}
+                   | {n for n in model_names() if "quantization_config" not in model_config(n)})
+"""Every published config checked against transformers in its own format (a shipped copy with
+its published quantization_config is checked as the file it copies, test_families.py)."""
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
@@ -97,8 +112,8 @@ def load_modelling_code() -> None:
 
 
 def published(name: str) -> dict:
-    """A published config.json from tests/configs, as a dictionary."""
-    return json.loads((CONFIGS / f"{name}.json").read_text())
+    """A published config.json, as a dictionary."""
+    return json.loads(config_path(name).read_text())
 
 
 def tiny(name: str) -> dict:

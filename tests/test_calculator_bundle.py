@@ -75,7 +75,8 @@ def test_the_zip_holds_what_the_command_line_loaded(traced):
         for name in names:
             assert zf.read(name) == (LIB / name).read_bytes(), name
     sources = sorted(Path(f).relative_to(LIB).as_posix() for f in traced.modules.values())
-    data_files = [*example_configs(), *(LIB / "transformer_calculator" / "data").glob("*.json")]
+    data_files = {*example_configs(), *(LIB / "transformer_calculator" / "data").glob("*.json"),
+                  *(LIB / "published" / "data").glob("*.json"), LIB / "published" / "models" / "SOURCES.json"}
     assert names == sorted(sources + [p.relative_to(LIB).as_posix() for p in data_files])
     assert "transformer_arithmetic/masks.py" in names     # pair counts, without numpy
     assert "transformer_arithmetic/sampling.py" not in names   # taught, not counted
@@ -100,7 +101,7 @@ def test_every_question_the_form_asks_is_traced(traced):
         run = traced.extra_runs[" ".join(argv)]
         assert (run["code"], run["out"], run["err"]) == (code, out.getvalue(), ""), argv
         assert code == 0, argv
-    assert "transformer_calculator/data/chips.json" in bundle(traced.modules)[1]
+    assert "published/data/chips.json" in bundle(traced.modules)[1]
     assert "transformer_calculator.training" in traced.modules
 
 

@@ -14,13 +14,15 @@ from transformer_calculator.cli import main
 from transformer_calculator.config import model_from_config, read_config
 from transformer_calculator.context import context_limit
 from transformer_arithmetic import EXAMPLE_ACCELERATOR
+from published import model_config_path
 
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
 
 
 def published(name: str) -> dict:
-    return json.loads((CONFIGS / f"{name}.json").read_text())
+    own = CONFIGS / f"{name}.json"
+    return json.loads((own if own.is_file() else model_config_path(name)).read_text())
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -60,14 +62,14 @@ def test_a_vision_language_file_counts_its_language_model():
 
 
 def test_the_context_limit_and_lengths_past_it():
-    model, _ = read_config("tests/configs/llama-3-8b.json")
+    model, _ = read_config(str(model_config_path("llama-3-8b")))
     assert model.context.tokens == 8192
     r = report(model, EXAMPLE_ACCELERATOR)
     assert r["context_limit"] == {"tokens": 8192, "source": "max_position_embeddings = 8,192"}
     assert [row["beyond_context_limit"] for row in r["lengths"]] == [False, False, True, True]
     assert [row["beyond_context_limit"] for row in r["decode"]] == [False, False, True, True]
     assert r["longest_conversation"] > 8192 and r["longest_conversation_beyond_context_limit"]
-    code, out, _ = run("report", "tests/configs/llama-3-8b.json")
+    code, out, _ = run("report", str(model_config_path("llama-3-8b")))
     assert code == 0 and "context limit 8,192 tokens" in out and "   32,768 *" in out
     assert "beyond the 8,192 the model was built for" in out
 
@@ -93,10 +95,10 @@ def test_a_folder_without_a_config_is_one_line(tmp_path):
 
 
 def test_the_route_is_named():
-    model, notes = read_config("tests/configs/llama-3-8b.json")
+    model, notes = read_config(str(model_config_path("llama-3-8b")))
     r = report(model, EXAMPLE_ACCELERATOR, notes=notes)
     assert r["route"] == "layout"
-    code, out, _ = run("report", "tests/configs/llama-3-8b.json", "--json")
+    code, out, _ = run("report", str(model_config_path("llama-3-8b")), "--json")
     assert json.loads(out)["route"] == "layout"
 
 

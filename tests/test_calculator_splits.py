@@ -25,7 +25,7 @@ from transformer_calculator.cli import load_model, main
 from transformer_calculator.plain import model_of
 from transformer_calculator.serving import VLLM_DEFAULTS
 from transformer_calculator.split_costs import serving_split, splits_that_fit, training_split
-from transformer_calculator.splits import Split, device_model, link_of, stage_models
+from transformer_calculator.splits import Split, device_model, interconnect, stage_models
 from transformer_calculator.training import Training
 
 SHAPES = [
@@ -112,7 +112,7 @@ def test_the_interconnect_flag_takes_a_table_name_or_gb_per_s():
     slow = json.loads(out)["split"]
     assert slow["split"]["link_bytes_per_s_each_way"] == 32e9
     assert slow["decode"][0]["seconds_per_token"] > r["decode"][0]["seconds_per_token"]
-    assert link_of("PCIe Gen4 x16", 64e9).step_latency_s > link_of("NVLink 4", 900e9).step_latency_s
+    assert interconnect("PCIe Gen4 x16").step_latency_s > interconnect("NVLink 4").step_latency_s
 
 
 @pytest.mark.parametrize("argv, flag", [

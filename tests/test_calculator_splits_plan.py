@@ -34,7 +34,7 @@ CASES = [  # (config, shipped with the library?, tensor-parallel sizes, compare 
 
 
 def _config(name: str, shipped: bool) -> tuple[dict, object]:
-    path = example_config_path(name) if shipped else hf.CONFIGS / f"{name}.json"
+    path = example_config_path(name) if shipped else hf.config_path(name)
     cfg = json.loads(path.read_text())
     cfg.pop("quantization_config", None)
     return cfg, read_config(path)[0]

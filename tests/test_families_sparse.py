@@ -16,6 +16,13 @@ SPARSE = ["mixtral-8x7b", "qwen1.5-moe-a2.7b", "qwen3-30b-a3b", "deepseek-v2-lit
           "jamba-v0.1", "bamba-9b", "mamba-2.8b"]
 
 
+def test_every_published_config_is_checked_against_transformers():
+    from hf_reference import PUBLISHED
+    from test_families import DENSE
+
+    assert sorted(DENSE + SPARSE) == PUBLISHED   # a new published file joins one list
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _quiet():
     quiet()

@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 LIB = Path(__file__).resolve().parents[1]
-PACKAGES = ("transformer_calculator", "transformer_arithmetic")
+PACKAGES = ("transformer_calculator", "transformer_arithmetic", "published")
 """The library's packages the page may load (the machinery stays out of the page)."""
 
 GUARD = r"""

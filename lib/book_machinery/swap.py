@@ -59,7 +59,7 @@ VARIANTS: dict[str, Variant] = {
         },
         accelerator={
             "flops_per_s": 400e12,
-            "bytes_per_s": 3.35e12,
+            "bytes_per_s": 3.2e12,
             "memory_bytes": 80 * GIB,
         },
     ),
@@ -77,7 +77,7 @@ VARIANTS: dict[str, Variant] = {
         },
         accelerator={
             "flops_per_s": 20e12,
-            "bytes_per_s": 0.4e12,
+            "bytes_per_s": 0.5e12,
             "memory_bytes": 8 * GIB,
         },
     ),

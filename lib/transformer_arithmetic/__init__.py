@@ -3,7 +3,8 @@
 Each function is a formula a page quotes, for the book's ``ModelShape`` (every layer the
 same, full attention, one dense feed-forward part). Modules, each named after a concept:
 
-- ``shapes``       a model's shape and an accelerator, and the book's stated examples
+- ``shapes``       a model's shape and an accelerator (a published chip's, by
+  ``accelerator_of``), and the book's stated examples
 - ``units``        sizes of memory (KiB, MiB, GiB) and a chip's rates, as the book
   writes them
 - ``memory``       parameters, training memory, the key-value cache, what fits
@@ -45,11 +46,13 @@ Published models, whose layers differ, are counted by ``transformer_calculator``
 builds on these formulas; nothing here imports it.
 """
 
-from .shapes import EXAMPLE_ACCELERATOR, EXAMPLE_MODEL, Accelerator, ModelShape
+from .shapes import (EXAMPLE_ACCELERATOR, EXAMPLE_MODEL, Accelerator, ModelShape,
+                     accelerator_of)
 from .units import GIB, KIB, MIB
 
 __all__ = [
     "Accelerator",
+    "accelerator_of",
     "ModelShape",
     "EXAMPLE_MODEL",
     "EXAMPLE_ACCELERATOR",

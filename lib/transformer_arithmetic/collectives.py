@@ -20,11 +20,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from published import LinkFacts
+
 from .checks import checked_positive, checked_whole
 
 __all__ = [
     "COLLECTIVES",
     "Link",
+    "link_of",
     "ring_steps",
     "ring_bytes_sent",
     "ring_time",
@@ -60,6 +63,14 @@ class Link:
             f"{self.name}: {self.bytes_per_s / 1e9:.4g} GB/s each way, "
             f"{self.step_latency_s * 1e6:.4g} µs a step"
         )
+
+
+def link_of(facts: LinkFacts) -> Link:
+    """The ``Link`` a published link gives: its bytes a second each way and its step
+    latency."""
+    if not isinstance(facts, LinkFacts):
+        raise ValueError(f"facts must be a published link, got {type(facts).__name__}")
+    return Link(facts.bytes_per_s_each_way, facts.step_latency_s, name=facts.name)
 
 
 def _kind(collective: str) -> str:

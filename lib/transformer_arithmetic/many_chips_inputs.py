@@ -1,56 +1,48 @@
-"""What the page "Past one accelerator" states beyond the book's example, in one place.
+"""What the page "Past one accelerator" chooses beyond the book's example, in one place.
 
-Three kinds of link between chips, one real chip to set beside the example accelerator,
-how many chips one machine holds, and the rule that grows the example model into a model
-too large for one chip. Each number is a page input with its public source; replace
-them here (or by the calculator's table of named chips and links, once it has one) and
+Which three kinds of link it compares, which real chip it sets beside the example
+accelerator, how many chips one machine joins, and the rule that grows the example
+model into a model too large for one chip. The chip's and the links' figures are not
+stated here: they are the published rows of ``published`` (``data/chips.json`` and
+``data/links.json``, each figure with its source), read once; change a choice here and
 every section of the page follows.
-
-Sources
--------
-- Link rates: NVIDIA's H100 datasheet (NVLink 4: 900 GB/s a GPU, both ways together;
-  PCIe 5.0 x16: 128 GB/s, both ways together) and a 400 Gb/s network port (NDR
-  InfiniBand, as in a DGX H100: one port a GPU).
-- Step latencies: NCCL 2.30's own tuning model (``src/graph/tuning.cc``, the ring's
-  per-step hardware latency for its low-latency protocol, the one it picks for small
-  arrays): 0.6 µs over NVLink, 1.0 µs over PCIe, 2.7 µs over the network; and the
-  fixed cost it adds to each call of a ring collective, 6.6 µs.
-- The real chip: NVIDIA's H100 SXM datasheet: 989 TFLOP/s dense bfloat16 (the 1,979
-  printed is with 2:4 sparsity), 3.35 TB/s from HBM3, 80 GB (binary gigabytes: its HBM
-  stacks hold 16 GiB each).
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from .collectives import Link
-from .shapes import Accelerator, ModelShape
-from .units import GIB
+import published
 
-__all__ = ["LINKS", "NVLINK", "PCIE", "NETWORK", "CALL_LATENCY_S", "REAL_CHIP",
-           "MACHINE_DEVICES", "GROWTH", "grown"]
+from .collectives import Link, link_of
+from .shapes import Accelerator, ModelShape, accelerator_of
 
-NVLINK = Link(450e9, 0.6e-6, name="NVLink 4")
-"""The link inside one H100 machine: 450 GB/s each way a GPU, through NVSwitch."""
+__all__ = ["LINKS", "NVLINK", "PCIE", "NETWORK", "CALL_LATENCY_S", "REAL_CHIP_KEY",
+           "REAL_CHIP", "MACHINE_DEVICES", "GROWTH", "grown"]
 
-PCIE = Link(64e9, 1.0e-6, name="PCIe 5 x16")
-"""A card in a plain server slot: about 64 GB/s each way."""
+REAL_CHIP_KEY = "h100-sxm"
+"""The real chip the page sets beside the example accelerator."""
 
-NETWORK = Link(50e9, 2.7e-6, name="400 Gb/s network")
-"""One network port a GPU between machines: 400 Gb/s, 50 GB/s each way."""
+NVLINK: Link = link_of(published.link(published.chip(REAL_CHIP_KEY).link))
+"""The link inside one machine of the real chip (NVLink 4 for an H100 board)."""
+
+PCIE: Link = link_of(published.link("pcie-5-x16"))
+"""A card in a plain server slot."""
+
+NETWORK: Link = link_of(published.link(published.chip(REAL_CHIP_KEY).network))
+"""One network port a GPU between machines (400 Gb/s for an H100 machine)."""
 
 LINKS = {"NVLink": NVLINK, "PCIe": PCIE, "network": NETWORK}
 """The three links the page compares, fastest first."""
 
-CALL_LATENCY_S = 6.6e-6
+CALL_LATENCY_S = published.call_latency_s()
 """The fixed cost NCCL's model adds to each call of a ring collective (its base latency
 for the low-latency protocol), which the page's step costs leave out."""
 
-MACHINE_DEVICES = 8
-"""Chips one machine joins by its fast link (a DGX H100 or HGX board holds eight)."""
+MACHINE_DEVICES: int = published.chip(REAL_CHIP_KEY).link_domain
+"""Chips one machine joins by its fast link (an HGX H100 board holds eight)."""
 
-REAL_CHIP = Accelerator(989e12, 3.35e12, 80 * GIB, name="H100 SXM")
+REAL_CHIP: Accelerator = accelerator_of(published.chip(REAL_CHIP_KEY))
 """A real chip to set beside the example accelerator (dense bfloat16 rate)."""
 
 GROWTH = {"layers": 4, "heads": 4, "head_dim": 2, "ffn_width": 8}

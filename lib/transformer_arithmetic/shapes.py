@@ -16,12 +16,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from published import ChipFacts
+
 from .checks import checked_positive, checked_whole
 from .units import GIB, KIB, MIB, rates_text, size_text
 
 __all__ = [
     "ModelShape",
     "Accelerator",
+    "accelerator_of",
     "EXAMPLE_MODEL",
     "EXAMPLE_ACCELERATOR",
     "GIB",
@@ -134,6 +137,19 @@ class Accelerator:
             f"{self.name}: {rates_text(self.flops_per_s, self.bytes_per_s)}, "
             f"{self.memory_bytes / GIB:.4g} GiB"
         )
+
+
+def accelerator_of(chip: ChipFacts) -> Accelerator:
+    """The roofline's three limits of a published chip: its dense 16-bit rate, its
+    memory bandwidth and the memory the card holds."""
+    if not isinstance(chip, ChipFacts):
+        raise ValueError(f"chip must be a published chip, got {type(chip).__name__}")
+    return Accelerator(
+        flops_per_s=chip.bf16_flops_per_s,
+        bytes_per_s=chip.bytes_per_s,
+        memory_bytes=chip.memory_bytes,
+        name=chip.name,
+    )
 
 
 EXAMPLE_MODEL_SIZES: dict[str, int] = {

@@ -1,20 +1,20 @@
 """Accelerators: the book's example, three numbers given on the command line, or a real
-chip by name from the shipped table (``data/chips.json``: each row's published rates,
-memory and interconnect with the public source of its figures).
+chip by name from the published table (``published``: each row's rates, memory, link
+and power with the public source of its figures).
 
 A ``Chip`` is an ``Accelerator`` (its 16-bit rate, its bandwidth, its memory) that also
-knows its 8-bit floating-point rate and its link to other chips. ``derated`` scales the
-two rates by the fractions of peak a real program reaches, which turns the roofline's
-floor into an estimate.
+knows its 8-bit floating-point rate, its link to other chips and its published row.
+``derated`` scales the two rates by the fractions of peak a real program reaches, which
+turns the roofline's floor into an estimate.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from pathlib import Path
 
+import published
+from published import ChipFacts
 from transformer_arithmetic import EXAMPLE_ACCELERATOR, Accelerator
 from transformer_arithmetic.checks import checked_fraction
 from transformer_arithmetic.units import GIB
@@ -28,20 +28,15 @@ __all__ = [
     "chip_note",
     "derated",
     "matrix_flops_per_s",
-    "CHIP_FILE",
 ]
-
-CHIP_FILE = Path(__file__).parent / "data" / "chips.json"
-"""The shipped table of chips."""
 
 
 @dataclass(frozen=True)
 class Chip(Accelerator):
     """A published chip: its dense 16-bit rate (``flops_per_s``), its dense 8-bit
     floating-point rate (None: no such arithmetic), its memory bandwidth and memory, its
-    link to other chips (``interconnect``, at ``interconnect_bytes_per_s``), and where
-    each figure was published (``source``, with the datasheet's own words in
-    ``note``)."""
+    link to other chips (``interconnect``, at ``interconnect_bytes_per_s`` both ways
+    together), and its published row (``facts``: every figure with its source)."""
 
     fp8_flops_per_s: float | None = None
     interconnect: str = ""
@@ -51,50 +46,37 @@ class Chip(Accelerator):
     note: str = ""
     flops_efficiency: float = 1.0
     memory_efficiency: float = 1.0
+    facts: ChipFacts | None = field(default=None, compare=False, repr=False)
 
 
-def _normal(name: str) -> str:
-    return "".join(c for c in name.lower() if c.isalnum())
-
-
-@lru_cache(maxsize=1)
-def chips() -> tuple[Chip, ...]:
-    """Every chip of the shipped table, in its order."""
-    rows = json.loads(CHIP_FILE.read_text(encoding="utf-8"))["chips"]
-    return tuple(
-        Chip(
-            flops_per_s=r["bf16_flops"],
-            bytes_per_s=r["bytes_per_s"],
-            memory_bytes=round(r["memory_gb"] * GIB),
-            name=r["name"],
-            fp8_flops_per_s=r["fp8_flops"],
-            interconnect=r["interconnect"],
-            interconnect_bytes_per_s=r["interconnect_bytes_per_s"],
-            key=r["key"],
-            source=r["source"],
-            note=r["note"],
-        )
-        for r in rows
+def _chip(c: ChipFacts) -> Chip:
+    link = published.link(c.link) if c.link else None
+    return Chip(
+        flops_per_s=c.bf16_flops_per_s,
+        bytes_per_s=c.bytes_per_s,
+        memory_bytes=c.memory_bytes,
+        name=c.name,
+        fp8_flops_per_s=c.fp8_flops_per_s,
+        interconnect=link.name if link else "",
+        interconnect_bytes_per_s=link.both_ways_bytes_per_s if link else None,
+        key=c.key,
+        source=c.source,
+        note=c.note,
+        facts=c,
     )
 
 
 @lru_cache(maxsize=1)
-def _by_name() -> dict[str, Chip]:
-    rows = json.loads(CHIP_FILE.read_text(encoding="utf-8"))["chips"]
-    found = {}
-    for c, r in zip(chips(), rows):
-        for name in [r["key"], r["name"], *r["aliases"]]:
-            found[_normal(name)] = c
-    return found
+def chips() -> tuple[Chip, ...]:
+    """Every chip of the published table, in its order."""
+    return tuple(_chip(c) for c in published.chips())
 
 
 def chip(name: str) -> Chip:
-    """The shipped chip called ``name`` (its key, its name or an alias, in any case)."""
-    found = _by_name().get(_normal(name)) if isinstance(name, str) else None
-    if found is None:
-        known = ", ".join(c.key for c in chips())
-        raise ValueError(f"no chip called {name!r}; the shipped ones are: {known}")
-    return found
+    """The published chip called ``name`` (its key, its name or an alias, in any
+    case)."""
+    key = published.chip(name).key
+    return next(c for c in chips() if c.key == key)
 
 
 def chip_note(name: str, found: Chip) -> str | None:

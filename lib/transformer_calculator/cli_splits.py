@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import argparse
 
+from transformer_arithmetic.collectives import Link
+
 from .chips import Chip
 from .cli_values import typed, whole
 from .model import Model
 from .report import BATCHES, LENGTHS
 from .serving import Serving
 from .split_costs import SPLIT_ASSUMPTIONS, serving_split
-from .splits import MAX_SPLIT, Split, chip_link, interconnect, link_of
+from .splits import MAX_SPLIT, Split, chip_link, interconnect
 from .splits_text import serving_split_lines
 
 __all__ = ["add_split_options", "split_of", "split_given", "add_serving_split",
@@ -34,7 +36,7 @@ def _group_size(text: str) -> int:
 _group = typed(_group_size)
 
 
-def _link(text: str) -> tuple[str, float]:
+def _link(text: str) -> Link:
     try:
         return interconnect(text)
     except ValueError as err:
@@ -59,9 +61,10 @@ def add_split_options(p: argparse.ArgumentParser, training: bool) -> None:
         p.add_argument("--micro-batches", type=_group, default=None, metavar="M",
                        help="micro-batches a pipeline step is cut into (default 1)")
     p.add_argument("--interconnect", type=_link, default=None, metavar="NAME|GB/s",
-                   help="the link between devices: a name from the chip table "
-                   "(NVLink 4, PCIe Gen4 x16, ...) or GB/s both ways together, as "
-                   "the table writes them (default: the chip's own)")
+                   help="the link between devices: a name from the published table "
+                   "(NVLink 4, PCIe Gen4 x16, ...; the 'chips' command lists each "
+                   "chip's) or GB/s both ways together, as vendors print it (default: "
+                   "the chip's own)")
 
 
 def split_given(args: argparse.Namespace) -> bool:
@@ -79,7 +82,7 @@ def split_of(args: argparse.Namespace, chip: Chip, dp: int, training: bool) -> S
     link is known (serving copies side by side send nothing)."""
     sends = args.tp * args.pp * args.ep > 1 or (training and dp > 1)
     if args.interconnect is not None:
-        link = link_of(*args.interconnect)
+        link = args.interconnect
     else:
         link = chip_link(chip)
         if link is None and sends:

@@ -42,6 +42,8 @@ import dataclasses
 import json
 from pathlib import Path
 
+import published
+
 from .catalog import TRANSFORMERS_VERSION, defaults, kind
 from .context import context_limit
 from .families import GENERIC, GPT2_NAMES, Family, Reader, family_for, short
@@ -380,8 +382,11 @@ def read_config(path: str | Path, route: str = "auto") -> tuple[Model, list[str]
 
 
 def example_configs() -> list[Path]:
-    """The example config files shipped with the library, in name order."""
-    return sorted((Path(__file__).parent / "configs").glob("*.json"))
+    """The config files shipped with the library, in name order: every published
+    model's (``published``) and the book's own made-up examples (``configs/``)."""
+    made_up = (Path(__file__).parent / "configs").glob("*.json")
+    shipped = [published.model_config_path(n) for n in published.model_names()]
+    return sorted([*shipped, *made_up], key=lambda p: p.stem)
 
 
 def example_config_path(name: str) -> Path:

@@ -79,12 +79,17 @@ def _serving_stage_rows(stages: list[Model], chip: Chip, engine: Serving, n: int
     return rows
 
 
+def _machine(chip: Chip) -> int | None:
+    """Chips one machine of ``chip`` joins by its fast link (None: not published)."""
+    return chip.facts.link_domain if chip.facts is not None else None
+
+
 def serving_split(model: Model, chip: Chip, s: Split, engine: Serving,
                   lengths, batches, batch_contexts) -> dict:
     """One model split for serving: each stage's device (weights, one conversation's
     cache in blocks, conversations that fit), and for each context and batch the
     seconds a token by cause, tokens a second over the N_dp replicas."""
-    notes = check_split(model, s)
+    notes = check_split(model, s, _machine(chip))
     stages = stage_models(model, s)
     k, usable = _k(model), serving.usable_bytes(chip, engine)
     layers = len(stages[0].layout.blocks)
@@ -166,7 +171,7 @@ MOST_COPIES = 64
 def _holds(model: Model, chip: Chip, engine: Serving, context: int, s: Split) -> bool:
     """True if every device of ``s`` holds its weights and one conversation."""
     try:
-        check_split(model, s)
+        check_split(model, s, _machine(chip))
     except ValueError:
         return False
     rows = _serving_stage_rows(stage_models(model, s), chip, engine, context)
@@ -178,7 +183,7 @@ def training_split(model: Model, chip: Chip, s: Split, t: training.Training,
     """One training step over the split: each stage's device memory by part (the
     activations of the micro-batches 1F1B keeps in flight), the step's time by cause
     on the busiest stage, tokens a second and chip-hours over all devices."""
-    notes = check_split(model, s)
+    notes = check_split(model, s, _machine(chip))
     if t.batch % s.micro_batches:
         fits = sorted({d for n in range(1, math.isqrt(t.batch) + 1) if t.batch % n == 0
                        for d in (n, t.batch // n)})[:12]

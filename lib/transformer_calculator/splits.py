@@ -24,8 +24,8 @@ import math
 from dataclasses import dataclass
 
 from transformer_arithmetic.checks import checked_whole
-from transformer_arithmetic.collectives import Link, ring_time, send_time
-from transformer_arithmetic.many_chips_inputs import MACHINE_DEVICES, NVLINK, PCIE
+import published
+from transformer_arithmetic.collectives import Link, link_of, ring_time, send_time
 
 from .chips import Chip, chips
 from .feedforward import Experts, FeedForward
@@ -33,15 +33,15 @@ from .layout import Layout
 from .mixers import Attention, LatentAttention
 from .model import Model
 
-__all__ = ["Split", "link_of", "interconnect", "check_split", "device_model",
-           "stage_models", "FAST_LINKS", "MAX_SPLIT"]
+__all__ = ["Split", "interconnect", "chip_link", "check_split", "device_model",
+           "stage_models", "GIVEN_LINK_KIND", "MAX_SPLIT"]
 
 MAX_SPLIT = 4096
 """Largest group a split flag takes."""
 
-FAST_LINKS = ("nvlink", "infinity fabric", "ici")
-"""Chip-to-chip links priced at NCCL's NVLink step latency; every other link (PCIe,
-Thunderbolt, a number given) at its PCIe one (``many_chips_inputs``)."""
+GIVEN_LINK_KIND = "pcie"
+"""A link given as a number takes the step latency of this kind of published link
+(NCCL's PCIe figure: a link the table does not name is priced as the slower kind)."""
 
 
 @dataclass(frozen=True)
@@ -79,42 +79,32 @@ class Split:
         return f"tp {self.tp} x pp {self.pp} x ep {self.ep} x dp {self.dp}"
 
 
-def _normal(text: str) -> str:
-    return " ".join(text.lower().split())
-
-
-def interconnect(text: str) -> tuple[str, float]:
-    """A link's name and its figure in bytes a second, both directions together (as the
-    chip table writes them): a name from the table's interconnects, or GB/s."""
-    names = {_normal(c.interconnect): c for c in chips() if c.interconnect}
-    found = names.get(_normal(text))
-    if found is not None:
-        return found.interconnect, float(found.interconnect_bytes_per_s)
+def interconnect(text: str) -> Link:
+    """The link ``text`` names: a link of the published table (its key or its name),
+    or a figure in GB/s both ways together, as vendors print it (each way half of it,
+    at the step latency of a ``GIVEN_LINK_KIND`` link)."""
+    try:
+        return link_of(published.link(text))
+    except ValueError:
+        pass
     try:
         gbps = float(text)
     except ValueError:
-        known = ", ".join(sorted({c.interconnect for c in chips()}))
+        known = ", ".join(f.name for f in published.links())
         raise ValueError(
-            f"must be a link of the chip table ({known}) or GB/s, got {text!r}"
+            f"must be a link of the published table ({known}) or GB/s, got {text!r}"
         ) from None
     if not (math.isfinite(gbps) and 1e-3 <= gbps <= 1e9):
         raise ValueError(f"GB/s must lie between 0.001 and 1e9, got {text!r}")
-    return f"{gbps:g} GB/s", gbps * 1e9
-
-
-def link_of(name: str, both_ways_bytes_per_s: float) -> Link:
-    """The ``Link`` a named figure gives: half the both-ways figure each way, NCCL's
-    step latency for a chip-to-chip link or for PCIe (``FAST_LINKS``)."""
-    fast = any(_normal(name).startswith(k) for k in FAST_LINKS)
-    latency = (NVLINK if fast else PCIE).step_latency_s
-    return Link(both_ways_bytes_per_s / 2, latency, name=name)
+    latency = next(f for f in published.links() if f.kind == GIVEN_LINK_KIND)
+    return Link(gbps * 1e9 / 2, latency.step_latency_s, name=f"{gbps:g} GB/s")
 
 
 def chip_link(acc: Chip) -> Link | None:
-    """The chip's own link from the table (None: the chip has none)."""
-    if not acc.interconnect or not acc.interconnect_bytes_per_s:
+    """The chip's own published link (None: the chip has none in the table)."""
+    if acc.facts is None or acc.facts.link is None:
         return None
-    return link_of(acc.interconnect, acc.interconnect_bytes_per_s)
+    return link_of(published.link(acc.facts.link))
 
 
 def _refuse(flag: str, why: str, whole: int | None = None) -> ValueError:
@@ -127,9 +117,9 @@ def _refuse(flag: str, why: str, whole: int | None = None) -> ValueError:
     return ValueError(f"argument {flag}: {why}")
 
 
-def check_split(model: Model, s: Split) -> list[str]:
-    """Notes on ``s`` for ``model``, or a ValueError naming the flag that cannot be
-    cut so."""
+def check_split(model: Model, s: Split, machine: int | None) -> list[str]:
+    """Notes on ``s`` for ``model`` on chips whose fast link joins ``machine`` of them
+    (None: not published), or a ValueError naming the flag that cannot be cut so."""
     notes: list[str] = []
     if s.model_devices * s.ep > 1 and model.route == "transformers":
         raise _refuse("--tp/--pp/--ep", "a model counted by the transformers route is "
@@ -174,9 +164,9 @@ def check_split(model: Model, s: Split) -> list[str]:
         notes.append(f"vocabulary {model.layout.vocab:,} padded to "
                      f"{_cut(model.layout.vocab, s.tp) * s.tp:,} rows to divide "
                      f"among {s.tp} devices")
-    if s.devices > MACHINE_DEVICES:
-        notes.append(f"{s.devices} devices are more than the {MACHINE_DEVICES} one "
-                     "machine joins by its fast link (an HGX board): every group is "
+    if machine is not None and s.devices > machine:
+        notes.append(f"{s.devices} devices are more than the {machine} one "
+                     "machine joins by its fast link: every group is "
                      "counted on the one link named, but a group that crosses "
                      "machines runs at the network's rate (give --interconnect)")
     return notes

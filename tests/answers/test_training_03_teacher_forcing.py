@@ -5,7 +5,9 @@ import math
 
 import pytest
 
+import published
 import transformer_arithmetic as ta
+from transformer_calculator.plain import shipped_shape
 from checking import check
 from decoder_reference import parameters as torch_params  # a real decoder's, built on the meta device
 
@@ -13,9 +15,8 @@ pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 
 NOTEBOOK = "training/03_teacher_forcing"
 M, A = ta.EXAMPLE_MODEL, ta.EXAMPLE_ACCELERATOR
-LLAMA = ta.ModelShape(layers=32, heads=32, kv_heads=8, head_dim=128, ffn_width=14336, vocab=128256,
-                      gated_ffn=True, tied_embeddings=False)
-H100_BYTES = 80 * 10**9
+LLAMA = shipped_shape("llama-3-8b")   # the sizes of its published config.json
+H100_BYTES = published.chip("h100-sxm").memory_bytes
 
 
 def biggest_batch(seq_len: int, gpt3_era: bool) -> int:
@@ -43,7 +44,7 @@ def best_params(budget: float) -> float:
 
 
 def budget(g) -> float:
-    return g["ex_tf_team_chips"] * 989e12 * g["u"] * g["ex_tf_team_days"] * 24 * 3600
+    return g["ex_tf_team_chips"] * published.chip("h100-sxm").bf16_flops_per_s * g["u"] * g["ex_tf_team_days"] * 24 * 3600
 
 
 CHECKS = {

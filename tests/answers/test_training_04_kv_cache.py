@@ -6,7 +6,9 @@ from functools import lru_cache
 import pytest
 import torch
 
+import published
 import transformer_arithmetic as ta
+from transformer_calculator.plain import shipped_shape
 from checking import check
 from decoder_reference import cache_bytes_per_token as real_cache_bytes_per_token
 from decoder_reference import layer_matrix_weights, parameters
@@ -17,9 +19,8 @@ pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 
 NOTEBOOK = "training/04_kv_cache"
 M, A = ta.EXAMPLE_MODEL, ta.EXAMPLE_ACCELERATOR
-LLAMA = ta.ModelShape(layers=32, heads=32, kv_heads=8, head_dim=128, ffn_width=14336, vocab=128256,
-                      gated_ffn=True, tied_embeddings=False)
-H100_BYTES = 80 * 10**9
+LLAMA = shipped_shape("llama-3-8b")   # the sizes of its published config.json
+H100_BYTES = published.chip("h100-sxm").memory_bytes
 
 
 def grouped(g) -> ta.ModelShape:

@@ -4,7 +4,9 @@ real decoder's parameters and cache."""
 import pytest
 import torch
 
+import published
 import transformer_arithmetic as ta
+from transformer_calculator.plain import shipped_shape
 from checking import check
 from decoder_reference import cache_bytes_per_token, parameters, weight_bytes
 from transformer_arithmetic import simulated
@@ -61,9 +63,8 @@ def through(word: str) -> float:
     return float(sorted_p[: rank + 1].sum())
 
 
-LLAMA = ta.ModelShape(layers=32, heads=32, kv_heads=8, head_dim=128, ffn_width=14336, vocab=128256,
-                      gated_ffn=True, tied_embeddings=False)
-H100 = ta.Accelerator(flops_per_s=989e12, bytes_per_s=3.35e12, memory_bytes=80 * 10**9)
+LLAMA = shipped_shape("llama-3-8b")   # the sizes of its published config.json
+H100 = ta.accelerator_of(published.chip("h100-sxm"))
 
 
 def widest_beam(m: ta.ModelShape, chip: ta.Accelerator, n: int, budget: float) -> int:

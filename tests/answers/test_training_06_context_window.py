@@ -5,7 +5,9 @@ import dataclasses
 
 import pytest
 
+import published
 import transformer_arithmetic as ta
+from transformer_calculator.plain import shipped_shape
 from checking import check
 from decoder_reference import (cache_bytes_per_token, decode_work, parameters, prefill_work,
                                query_channels, weight_bytes)
@@ -38,14 +40,13 @@ def eight_bit_tput(m, acc, context, batch):
     return batch / max(flops / acc.flops_per_s, nbytes / acc.bytes_per_s)
 
 
-LLAMA = ta.ModelShape(layers=32, heads=32, kv_heads=8, head_dim=128, ffn_width=14336, vocab=128256,
-                      gated_ffn=True, tied_embeddings=False)
+LLAMA = shipped_shape("llama-3-8b")   # the sizes of its published config.json
 
 
 def ridge_context() -> float:
     """The context at which the real model's large-batch intensity, (2P + 4 channels n) / (n C),
     meets the H100's ridge, by bisection on that intensity (it falls as n grows)."""
-    ridge = 989e12 / 3.35e12
+    ridge = published.chip("h100-sxm").bf16_flops_per_s / published.chip("h100-sxm").bytes_per_s
     def limit(n):
         return (2 * parameters(LLAMA) + 4 * query_channels(LLAMA) * n) / (n * cache_bytes_per_token(LLAMA))
     low, high = 1.0, 1e6

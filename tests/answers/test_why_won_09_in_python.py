@@ -11,6 +11,7 @@ import torch
 
 import transformer_arithmetic as ta
 import transformer_calculator
+from published import model_config_path
 from checking import check, given
 from transformer_arithmetic.reference_model import Decoder
 
@@ -36,7 +37,7 @@ def causal_blocks(context: int, block: int) -> int:
 
 def jamba() -> dict:
     """Jamba's published configuration, read as plain JSON (not through the calculator)."""
-    path = Path(transformer_calculator.__file__).parent / "configs" / "jamba-v0.1.json"
+    path = model_config_path("jamba-v0.1")
     return json.loads(path.read_text())
 
 
