@@ -8,6 +8,8 @@ import argparse
 import difflib
 import re
 
+from .chips import chip, chip_note
+
 __all__ = [
     "MAX_LIST", "MAX_TOKENS", "ChipName", "CommandParser", "choice", "fraction",
     "typed", "whole", "whole_list",
@@ -85,8 +87,6 @@ class ChipName(argparse.Action):
     when the name fits more than one (``chips.chip_note``)."""
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from .chips import chip, chip_note
-
         try:
             found = chip(values)
         except ValueError as err:
