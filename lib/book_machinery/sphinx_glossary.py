@@ -8,7 +8,8 @@ text, outside code); when the glossary is written, each entry gets "Explained in
 Section N, Title", a link to
 
 1. the section of the book's first ``{term}`` reference to it, in the order of the
-   contents, or, for a term no section links yet,
+   contents (a chapter's opening, which only names what its sections explain, comes
+   after every section), or, for a term no section links yet,
 2. the first section whose title names the term, or else
 3. the first section whose own text (outside code) names it.
 
@@ -113,6 +114,8 @@ class ExplainedIn(SphinxPostTransform):
         seen = _store(self.env)
         order = [doc for doc in _walk(self.env, self.env.config.root_doc)
                  if doc in seen and not seen[doc]["glossary"]]
+        # a section explains; a chapter's opening only names what its sections will
+        order.sort(key=lambda doc: doc.rsplit("/", 1)[-1] == "index")
         for glossary in glossaries:
             for item in glossary.findall(nodes.definition_list_item):
                 terms = [t.astext().strip() for t in item.findall(nodes.term)]
