@@ -9,11 +9,12 @@ PYODIDE_VERSION := 314.0.8
 PYODIDE_SHA256 := 9a52704e0ae5b07aaacb8e4fed9f1658e8024694a078695ea45ac79dee4cefcb
 PYODIDE := book/_pyodide/.pyodide-$(PYODIDE_VERSION)
 JB    := $(VENV)/bin/jupyter-book
+LAB_EXTENSION := .cache/lab/labextensions/book-machinery-lab/package.json
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 .PHONY: book pdf tools test check execute measure bench lab preview setup clean
 
-setup: $(STAMP) $(MATHJAX) $(PYODIDE)
+setup: $(STAMP) $(MATHJAX) $(PYODIDE) $(LAB_EXTENSION)
 
 # A virtual environment with the pinned set (torch==2.13.0 is the CPU build on this disk).
 # rfc3987-syntax is an optional IRI checker that jsonschema imports eagerly: over two seconds
@@ -48,6 +49,19 @@ $(PYODIDE):
 	  package/python_stdlib.zip package/pyodide-lock.json
 	node lib/book_machinery/calculator_page/compile_stdlib.mjs book/_pyodide
 	touch $@
+
+# The book's JupyterLab extension (a section's prose as the site shows it: book_machinery/
+# lab_prose.py), built from lib/book_machinery/lab_extension with @jupyter/builder, pinned
+# by its package-lock.json, against the installed JupyterLab's own package list; Lab loads
+# it from .cache/lab/labextensions (book_machinery/lab.py), nothing installed elsewhere.
+$(LAB_EXTENSION): $(STAMP) $(wildcard lib/book_machinery/lab_extension/*)
+	rm -rf .cache/lab/extension-build $(dir $@) && mkdir -p .cache/lab/extension-build
+	cp lib/book_machinery/lab_extension/* .cache/lab/extension-build/
+	cd .cache/lab/extension-build && npm ci --silent --no-audit --no-fund
+	$(VENV)/bin/jupyter-builder build --core-package-file="$$($(PY) -c 'import jupyterlab, pathlib; \
+	  print(pathlib.Path(jupyterlab.__file__).parent / "staging" / "package.json")')" \
+	  .cache/lab/extension-build >/dev/null
+	test -f $@
 
 ## book: build the HTML site into book/_build/html
 book: setup
@@ -98,8 +112,13 @@ bench: setup tools
 	$(PY) -m book_machinery.bench
 
 ## lab: JupyterLab with jupytext, so a paired .md opens as a notebook with its outputs (the
-## project's own Jupyter configuration layer, lib/book_machinery/jupyter; no user setting touched)
-lab: $(STAMP)
+## project's own Jupyter configuration layer, lib/book_machinery/jupyter; no user setting touched),
+## its prose rendered as the site renders it; the site is built first, for its numbers (a
+## warning does not stop Lab: it shows in .cache/lab/book-build.log)
+lab: setup
+	@mkdir -p .cache/lab
+	@$(JB) build --keep-going book > .cache/lab/book-build.log 2>&1 \
+	  || echo "the book did not build (.cache/lab/book-build.log): Lab shows the last build's numbers"
 	$(PY) -m book_machinery.lab
 
 ## preview: the site served at http://127.0.0.1:8000/ and rebuilt as you edit: a saved section

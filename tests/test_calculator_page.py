@@ -12,17 +12,22 @@ line's, run here in this process (``transformer_calculator.cli.main``, what
   line's, and every word and number of the command line's text report appears in the
   page's tables and lists, in order, and nothing else does;
 - llama-3-8b: 8,030,261,248 parameters and its cache bytes, as the issue states them;
-- a broken JSON pasted into the form gives the command line's own one-line error;
+- the form speaks the form's language: a question the calculator refuses (a broken JSON
+  pasted, an empty paste, a batch of 0, a prompt without its answer, a tensor-parallel
+  size that does not divide the heads, micro-batches that do not divide the batch) marks
+  the field at fault and says, right after it and in its own label, the command line's
+  reason and the values it takes, with no flag named; "4096," is the list 4096;
 - another chip changes the times, to the command line's times for that chip;
 - the questions of issue 21 through the form: llama-3-8b on the H100 SXM chosen by name,
   at 8,192 tokens, batches of 1 and 32, a request of 2,000 + 500 tokens, gives the
   command line's numbers and words, with a picture for each (the engine's memory
   marked); mixtral-8x7b does not fit an L40S as published (the report's line on the
-  chips it needs, no speed picture) and fits with int4 weights and an fp8 cache; a batch
-  of 0 gives the command line's own one-line error; the train mode gives ``train``'s
-  numbers and words;
+  chips it needs, no speed picture) and fits with int4 weights and an fp8 cache; the
+  train mode gives ``train``'s numbers and words, and a training split every table of
+  its text as a table; a split's table says how long its conversation is;
 - the keyboard alone can use the form, every control has a label, the results are
-  announced (a live region), and at 390 px nothing is wider than the screen;
+  announced (a live region), and at 390 px nothing is wider than the screen and every
+  chip's name reads whole in the list;
 - without WebAssembly the page says so and keeps the example the build computed;
 - the runtime is fetched by this page only, from the site itself.
 
@@ -36,6 +41,7 @@ import functools
 import http.server
 import io
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -295,19 +301,65 @@ def test_every_shipped_config_gives_the_command_lines_numbers(tab, config):
     assert tab.page.locator(".calc-results svg").count() == pictures
 
 
-def test_a_broken_json_gives_the_command_lines_one_line_error(tab, tmp_path):
+def refused_beside(tab: Tab, fields: list[str], argv: tuple[str, ...] | None,
+                   config: Path | None = None) -> str:
+    """The form's answer to a question the calculator refuses: nothing computed, each field
+    at fault marked, its message right after it in the field's own label with the command
+    line's reason (and no flag), the status naming the first field; with ``argv``, the
+    command line refuses it too, for the reason shown. The first message, returned."""
+    page = tab.page
+    assert tab.state() == "error", page.inner_text(".calc-status")
+    assert page.locator(".calc-results").is_hidden()
+    notes = []
+    for field in fields:
+        assert page.get_attribute(field, "aria-invalid") == "true", field
+        note = page.evaluate("""f => { const n = document.querySelector(f).nextElementSibling;
+            return n && {cls: n.className, text: n.innerText, id: n.id}; }""", field)
+        assert note and note["cls"] == "calc-error", f"no message right after {field}: {note}"
+        assert note["id"] in page.get_attribute(field, "aria-describedby").split()
+        label = page.evaluate("""f => { const e = document.querySelector(f);
+            return e.dataset.name || e.labels[0].innerText.replace(/\\s+/g, ' ').trim(); }""", field)
+        assert note["text"].startswith(f"{label}: "), (label, note["text"])
+        assert "--" not in note["text"], f"a flag in the form's message: {note['text']}"
+        notes.append((label, note["text"][len(label) + 2:]))
+    status = page.inner_text(".calc-status")
+    first, shown = notes[0]
+    assert status.startswith(f"Not computed: see “{first}”") and shown in status, status
+    if argv is not None:
+        code, _, err = cli(*argv)
+        assert code in (1, 2) and "\n" not in err.strip()
+        assert tab.page.evaluate("window.bookCalculator.error") == err.strip()
+        reason = err.strip().removeprefix("error: ")
+        if reason.startswith("argument "):
+            reason = reason.split(": ", 1)[1]
+        if "--" not in reason:   # a reason naming no other flag is the command line's own words
+            assert shown == reason, (shown, err)
+    return f"{first}: {shown}"
+
+
+def test_a_broken_json_is_answered_beside_the_box(tab, tmp_path):
     tab.page.fill("#calc-json", BROKEN)
     assert tab.page.is_checked("#calc-source-own")   # typing there chose it
     assert tab.compute() == "error"
-    shown = tab.page.inner_text(".calc-status").strip()
     folder = tmp_path / "your-model"
     folder.mkdir()
     (folder / "config.json").write_text(BROKEN)
-    code, _, err = cli("report", str(folder / "config.json"))
-    assert code == 1 and shown == err.strip() and "\n" not in shown, (shown, err)
-    assert shown.startswith("error: config.json is not valid JSON")
+    note = refused_beside(tab, ["#calc-json"], ("report", str(folder / "config.json")))
+    assert note.startswith("Your config.json: config.json is not valid JSON"), note
     assert tab.page.get_attribute(".calc-status", "role") == "status"
-    assert tab.page.locator(".calc-results").is_hidden()
+    tab.page.fill("#calc-json", "")   # mending the field takes its mark away
+    assert not tab.page.get_attribute("#calc-json", "aria-invalid")
+    assert not tab.page.locator("#calc-json-error").count()
+
+
+def test_an_empty_paste_asks_for_the_file(tab):
+    reset(tab)
+    tab.page.check("#calc-source-own")
+    assert tab.compute() == "error"
+    note = refused_beside(tab, ["#calc-json"], None)
+    assert "the box is empty" in note, note
+    assert tab.page.evaluate("document.activeElement.id") == "calc-json"   # taken to it
+    reset(tab)
 
 
 def test_another_chip_changes_the_times_to_the_command_lines(tab):
@@ -421,16 +473,36 @@ def test_int4_weights_and_an_fp8_cache_fit_mixtral_on_an_l40s(tab):
     reset(tab)
 
 
-def test_a_batch_of_0_gives_the_command_lines_one_line_error(tab):
+def test_a_batch_of_0_is_answered_beside_its_field(tab):
     reset(tab)
     choose(tab, "llama-3-8b")
     tab.page.fill("#calc-batch", "0")
     assert tab.compute() == "error"
-    code, _, err = cli("report", "llama-3-8b", "--accelerator", "example", "--batch", "0")
-    shown = tab.page.inner_text(".calc-status").strip()
-    assert code == 2 and shown == err.strip() and "\n" not in shown, (shown, err)
-    assert "--batch" in shown
-    assert tab.page.locator(".calc-results").is_hidden()
+    note = refused_beside(tab, ["#calc-batch"],
+                          ("report", "llama-3-8b", "--accelerator", "example", "--batch", "0"))
+    assert "between 1 and" in note, note   # the values it takes
+    reset(tab)
+
+
+def test_a_list_ending_in_a_comma_is_the_list(tab):
+    reset(tab)
+    choose(tab, "llama-3-8b")
+    tab.page.fill("#calc-context", "4096,")
+    assert tab.compute() == "computed", tab.page.inner_text(".calc-status")
+    code, out, _ = cli("report", "llama-3-8b", "--accelerator", "example", "--context", "4096",
+                       "--json")
+    assert tab.page.evaluate("window.bookCalculator.report") == json.loads(out)
+    reset(tab)
+
+
+def test_a_prompt_without_its_answer_marks_both(tab):
+    reset(tab)
+    choose(tab, "llama-3-8b")
+    tab.page.fill("#calc-prompt", "2000")
+    assert tab.compute() == "error"
+    note = refused_beside(tab, ["#calc-prompt", "#calc-answer"],
+                          ("report", "llama-3-8b", "--prompt", "2000"))
+    assert "give both or neither" in note and "“Its answer (tokens)”" in note, note
     reset(tab)
 
 
@@ -454,10 +526,40 @@ def test_a_split_over_eight_chips_gives_the_command_lines_numbers(tab):
     assert "one such chip" not in tab.page.inner_text(".calc-results")
     tab.page.fill("#calc-tp", "3")
     assert tab.compute() == "error"
-    code, _, err = cli("report", "llama-3-70b", "--chip", "h100-sxm", "--tp", "3",
-                       "--context", "8192")
-    shown = tab.page.inner_text(".calc-status").strip()
-    assert code == 2 and shown == err.strip() and "--tp" in shown, (shown, err)
+    note = refused_beside(tab, ["#calc-tp"], ("report", "llama-3-70b", "--chip", "h100-sxm",
+                                              "--tp", "3", "--context", "8192"))
+    assert "that divide this model: 2, 4, 8, 16, 32 or 64" in note, note  # the values it takes
+    tab.page.locator(".calc-split").screenshot(path=str(ARTIFACTS / "calculator_refused.png"))
+    reset(tab)
+
+
+def test_a_training_split_lays_out_every_table(tab):
+    """Llama-3-70B trained over 64 chips: the split's tables (after its note that 64 chips are
+    more than one machine) are tables, as every table of the command line's text is."""
+    reset(tab)
+    page = tab.page
+    choose(tab, "llama-3-70b")
+    page.check("#calc-chip-named")
+    page.select_option("#calc-chip-name", "h100-sxm")
+    page.check("#calc-command-train")
+    for field, value in {"#calc-tp": "8", "#calc-pp": "4", "#calc-devices": "2",
+                         "#calc-train-batch": "8"}.items():
+        page.fill(field, value)
+    page.evaluate("document.querySelector('.calc-more').open = true")
+    page.fill("#calc-micro", "8")
+    assert tab.compute() == "computed", page.inner_text(".calc-status")
+    argv = ("train", "llama-3-70b", "--chip", "h100-sxm", "--tp", "8", "--pp", "4", "--batch", "8",
+            "--devices", "2", "--micro-batches", "8")
+    shown_like_the_command_line(tab, *argv)
+    _, text, _ = cli(*argv)
+    tables = sum(1 for line in text.splitlines() if re.fullmatch(r"\s*-+(\s+-+)*\s*", line))
+    assert page.locator(".calc-results .calc-table").count() == tables == 3
+    titles = page.locator(".calc-table-title").all_inner_texts()
+    assert any(t.startswith("Split over 64 devices") for t in titles), titles
+    page.fill("#calc-micro", "3")
+    assert tab.compute() == "error"
+    note = refused_beside(tab, ["#calc-micro"], argv[:-1] + ("3",))
+    assert "it takes one of 1, 2, 4, 8" in note, note
     reset(tab)
 
 
@@ -502,6 +604,14 @@ def test_it_fits_a_phone(tab):
             .map(e => e.tagName + '.' + e.className)""")
         assert not wide, f"wider than a 390 px screen: {wide[:5]}"
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        cut = page.evaluate("""(() => {   // every chip's name reads whole in the closed list
+            const list = document.querySelector('#calc-chip-name'), style = getComputedStyle(list);
+            const pen = document.createElement('canvas').getContext('2d');
+            pen.font = style.font;
+            const room = list.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight) - 24;
+            return [...list.options].filter(o => pen.measureText(o.text).width > room).map(o => o.text);
+        })()""")
+        assert not cut, f"chips whose names are cut off in the list at 390 px: {cut}"
         screenshot(page, ARTIFACTS / "calculator_390.png")
     finally:
         page.set_viewport_size({"width": 1280, "height": 900})

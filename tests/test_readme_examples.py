@@ -87,3 +87,16 @@ def test_a_worked_example_is_what_the_calculator_prints(command, shown):
             + "\n".join(part)
         )
         at = starts[0] + len(part)
+
+
+def test_the_readme_gives_the_install_the_site_gives():
+    """The README's commands for a section and their download sizes are the landing page's
+    (``sphinx_downloads``, where the sizes were measured): a CPU-only PyTorch first."""
+    from book_machinery.sphinx_downloads import TORCH_CPU_INDEX, gigabytes, install_commands
+
+    text = README.read_text()
+    for command in install_commands("<the wheel>", "<section>.ipynb"):
+        assert command in text, f"the README does not give: {command}"
+    assert f"--index-url {TORCH_CPU_INDEX}" in text
+    for route in ("cpu", "pypi"):
+        assert f"about {gigabytes(route)}" in text, f"the README does not say what {route} downloads"

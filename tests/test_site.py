@@ -16,23 +16,34 @@ a few pages, at both widths, go to test-artifacts/.
 """
 from __future__ import annotations
 
+import ast
 import functools
+import html
 import http.server
+import io
 import json
+import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import sysconfig
 import tarfile
 import threading
+import time
+import urllib.request
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urlparse
 
 import pytest
+import yaml
+from PIL import Image, ImageChops
 
 from book_files import BOOK, ROOT, paired_notebooks
 from book_machinery.myst_plugin import READABLE_PX
+from book_machinery.sphinx_downloads import TORCH_CPU_INDEX, gigabytes
+from book_machinery.sphinx_print import pdf_name
 
 pytestmark = [pytest.mark.site, pytest.mark.slow(seconds=60)]
 
@@ -42,12 +53,23 @@ SCREENSHOTS = ["intro", "chapters/training/04_kv_cache", "chapters/why_won/04_cu
 PHONE = 390          # CSS pixels: a phone held upright
 MAX_PAGE = 1.5e6     # bytes a page and its pictures may weigh
 RESOLVER = "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"
+NO_CUE = ("none", "normal", '""')  # a ::before with nothing to say
+
+
+PDF_STAND_IN = b"%PDF-1.4\n% a stand-in for the whole book as make pdf prints it\n%%EOF\n"
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
-    """Build the whole book, every page, failing on any warning."""
+    """Build the whole book, every page, failing on any warning, as it is once `make pdf` has
+    printed the book (a stand-in PDF where make pdf writes it: the site then offers it).
+    BOOK_SITE_BUILT=DIR reuses DIR/_build/html, built so before, for a quick second run."""
+    if os.environ.get("BOOK_SITE_BUILT"):
+        return Path(os.environ["BOOK_SITE_BUILT"]) / "_build" / "html"
     out = tmp_path_factory.mktemp("site")
+    printed = out / "_build" / "pdf" / pdf_name(yaml.safe_load((BOOK / "_config.yml").read_text())["title"])
+    printed.parent.mkdir(parents=True)
+    printed.write_bytes(PDF_STAND_IN)
     jb = Path(sys.executable).with_name("jupyter-book")
     run = subprocess.run(
         [str(jb), "build", "--all", "-W", "-n", "--keep-going", str(BOOK), "--path-output", str(out)],
@@ -86,7 +108,22 @@ PHONE_PROBE = """(() => {
             cue: style.backgroundImage.includes('gradient'), cut: r.right > box.right + 1,
             text: m.getAttribute('aria-label') || m.textContent.slice(0, 40)};
   });
-  return {figures, equations, page_wider: document.documentElement.scrollWidth > window.innerWidth + 1};
+  const cue = (e) => getComputedStyle(e, '::before').content;
+  const outputs = [...document.querySelectorAll('article div.cell_output pre')]
+    .filter(p => p.checkVisibility() && p.innerText.trim()).map(p => ({
+      wraps: !['pre', 'nowrap'].includes(getComputedStyle(p).whiteSpace),
+      wide: p.scrollWidth > p.clientWidth + 1, cue: cue(p.closest('div.output') || p.parentElement),
+      line: p.innerText.split('\\n')[0].slice(0, 50)}));
+  const tables = [...document.querySelectorAll('article table')].filter(t => t.checkVisibility()).map(t => {
+    const scroller = t.closest('.pst-scrollable-table-container, .calc-scroll');
+    return {boxed: Boolean(scroller), wide: scroller ? scroller.scrollWidth > scroller.clientWidth + 1
+              : t.getBoundingClientRect().right > box.right + 1,
+            cue: scroller ? cue(scroller) : 'none', head: t.innerText.slice(0, 50),
+            numbered: Boolean(t.querySelector(':scope > caption .caption-number')),
+            form: Boolean(t.closest('.calc'))};
+  });
+  return {figures, equations, outputs, tables,
+          page_wider: document.documentElement.scrollWidth > window.innerWidth + 1};
 })()"""
 
 
@@ -148,12 +185,20 @@ def browsed(site):
                         .filter(e => e.checkVisibility()).length"""),
                     "downloads": page.evaluate("""[...document.querySelectorAll('.dropdown-download-buttons a')]
                         .map(a => a.href)"""),
+                    "download_items": page.evaluate("""[...document.querySelectorAll('.dropdown-download-buttons li')]
+                        .map(li => li.innerText.trim())"""),
                     "cited": page.evaluate("""[...document.querySelectorAll('span.bibtex-citation')].map(s => ({
                         text: s.textContent.replace(/\\s+/g, ' ').trim(),
                         links: [...s.querySelectorAll('a')].map(a => [a.textContent.replace(/\\s+/g, ' ').trim(), a.href])}))"""),
                     "labels": page.evaluate("""Object.fromEntries([...document.querySelectorAll('div.citation')].map(d =>
                         [d.id, d.querySelector('.label').textContent.replace(/^\\[|\\]$/g, '').trim()]))"""),
                     "backlinks": page.evaluate("""[...document.querySelectorAll('p.book-cited-in a')].map(a => a.href)"""),
+                    "glossary": page.evaluate("""[...document.querySelectorAll('dl.glossary > dt')].map(dt => ({
+                        id: dt.id, term: dt.textContent.replace(/#$/, '').trim(),
+                        back: [...(dt.nextElementSibling || dt).querySelectorAll('p.book-explained-in a')]
+                          .map(a => a.href)}))"""),
+                    "term_links": page.evaluate("""[...document.querySelectorAll('a[href*="glossary.html#term-"]')]
+                        .map(a => a.href.split('#')[1])"""),
                 }
                 opened = {k for r in results.values() for k in ("toggle_opens", "solution_opens") if k in r}
                 if results[doc]["toggles"] and "toggle_opens" not in opened:   # one page shows the toggles work
@@ -169,7 +214,7 @@ def browsed(site):
                     page.screenshot(path=str(ARTIFACTS / (doc.replace("/", "__") + ".png")), full_page=False)
                 # the same page on a phone: the layout follows the new width without a reload
                 page.set_viewport_size({"width": PHONE, "height": 844})
-                page.wait_for_timeout(50)
+                page.wait_for_timeout(80)  # the scroll cues follow the new width (book-scroll.js)
                 results[doc]["phone"] = page.evaluate(PHONE_PROBE)
                 if doc in SCREENSHOTS:
                     page.screenshot(path=str(ARTIFACTS / (doc.replace("/", "__") + f"__{PHONE}.png")),
@@ -266,6 +311,22 @@ def test_one_search_box_and_the_downloads_in_every_header(browsed, site):
     assert not missing, f"pages whose download menu lacks the wheel or the source: {sorted(missing)}"
     intro = " ".join(browsed["intro"]["links"])
     assert wheel.name in intro and archive.name in intro, "the landing page does not link both downloads"
+    landing = html.unescape(re.sub(r"<[^>]+>", "", (site / "intro.html").read_text()))
+    assert f"pip install torch --index-url {TORCH_CPU_INDEX}" in landing, "the landing page does not take PyTorch's CPU build"
+    assert f"about {gigabytes('cpu')}" in landing and f"about {gigabytes('pypi')}" in landing
+
+
+def test_the_print_item_says_what_it_prints_and_the_book_pdf_is_offered(browsed, site):
+    """The theme's ".pdf" item prints the page in view: it is named so. The whole book's PDF,
+    once make pdf has printed it, is in every download menu and on the landing page."""
+    pdf = site / "_downloads" / pdf_name(yaml.safe_load((BOOK / "_config.yml").read_text())["title"])
+    assert pdf.read_bytes() == PDF_STAND_IN, "the site did not copy the printed book"
+    for doc, r in browsed.items():
+        assert "print this page" in r["download_items"] and ".pdf" not in r["download_items"], (
+            doc, r["download_items"])
+        assert any(unquote(h).endswith("_downloads/" + pdf.name) for h in r["downloads"]), (
+            f"{doc}: the download menu does not offer the whole book's PDF")
+    assert pdf.name in " ".join(browsed["intro"]["links"]), "the landing page does not list the book's PDF"
 
 
 def svg_letters(svg: Path) -> tuple[float, float]:
@@ -290,7 +351,7 @@ def test_every_figure_reads_on_a_phone(browsed, site):
             checked += 1
             if px < READABLE_PX - 0.05:
                 small.append((doc, path.name[:12], round(px, 1)))
-            if f["shown"] > f["room"] + 1 and f["hint"] in ("none", "normal", '""'):
+            if f["shown"] > f["room"] + 1 and f["hint"] in NO_CUE:
                 unsaid.append((doc, path.name[:12]))
             if not f["link"] or not f["link"].endswith(path.name):
                 unlinked.append((doc, path.name[:12]))
@@ -308,6 +369,193 @@ def test_no_equation_is_cut_without_a_cue_on_a_phone(browsed):
     assert not bad, f"equations cut off at {PHONE} px, or scrolling with nothing to show it: {bad[:10]}"
     assert any(e["wide"] for r in browsed.values() for e in r["phone"]["equations"]), (
         "no equation is wider than a phone: the cue is not exercised")
+
+
+def test_printed_outputs_keep_their_lines_and_say_when_they_scroll_on_a_phone(browsed):
+    """A printed table's line never wraps (its columns would fall apart); an output wider than
+    a phone scrolls sideways and says so above it."""
+    outputs = [(doc, o) for doc, r in browsed.items() for o in r["phone"]["outputs"]]
+    assert len(outputs) > 100, f"only {len(outputs)} printed outputs seen"
+    wrapped = [(doc, o["line"]) for doc, o in outputs if o["wraps"]]
+    assert not wrapped, f"printed outputs whose lines wrap at {PHONE} px: {wrapped[:10]}"
+    unsaid = [(doc, o["line"]) for doc, o in outputs if o["wide"] and o["cue"] in NO_CUE]
+    assert not unsaid, f"outputs wider than a phone with no word that they scroll: {unsaid[:10]}"
+    assert any(o["wide"] for _, o in outputs), "no output is wider than a phone: the cue is not exercised"
+    false_cue = [(doc, o["line"]) for doc, o in outputs if not o["wide"] and o["cue"] not in NO_CUE]
+    assert not false_cue, f"outputs that fit but say they scroll: {false_cue[:10]}"
+
+
+def test_a_table_wider_than_a_phone_says_it_scrolls(browsed):
+    tables = [(doc, t) for doc, r in browsed.items() for t in r["phone"]["tables"]]
+    assert tables, "no table on any page"
+    cut = [(doc, t["head"]) for doc, t in tables if not t["boxed"] and t["wide"]]
+    assert not cut, f"tables cut off at {PHONE} px: {cut[:10]}"
+    unsaid = [(doc, t["head"]) for doc, t in tables if t["wide"] and t["cue"] in NO_CUE]
+    assert not unsaid, f"tables wider than a phone with no word that they scroll: {unsaid[:10]}"
+    assert any(t["wide"] for _, t in tables), "no table is wider than a phone: the cue is not exercised"
+
+
+def test_the_appendixs_tables_carry_numbered_captions(browsed):
+    """Tables are captioned as figures are ({table} with :name:, numbered by Sphinx); the
+    appendix's are (the in-page calculator titles the tables of its report itself), and
+    chapter authors caption theirs the same way (CONTRIBUTING.md)."""
+    appendix = [(doc, t) for doc, r in browsed.items() if doc.startswith("chapters/appendix/")
+                for t in r["phone"]["tables"] if not t["form"]]  # the form's report titles its own
+    assert appendix, "no table in the appendix"
+    bare = [(doc, t["head"]) for doc, t in appendix if not t["numbered"]]
+    assert not bare, f"appendix tables without a numbered caption: {bare}"
+
+
+def test_an_equation_that_fits_draws_no_mark_beside_it(site, browser):
+    """The scroll shadows of a display equation show only while there is more to see: an equation
+    that fits looks the same with its background removed, one much wider than a phone shows a
+    shadow at its right edge, and on paper there is none."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+
+    def marks(width: int, most: int) -> list[tuple[int, int]]:
+        """For each display equation that fits (width 1280) or overflows a phone by more than 40 px
+        (scrolled to its start): how much its background changes the 20 px at its left and its
+        right edge (the largest change of a colour channel; text over an opaque box differs by a
+        unit or two). A shadow is as wide as what is hidden, so a few pixels hide none."""
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(100)
+        found = []
+        for eq in page.locator('mjx-container[display="true"]').all():
+            more = eq.evaluate("m => m.scrollWidth - m.clientWidth")
+            if len(found) == most:
+                break
+            if not (more <= 0 if width != PHONE else more > 40) or not eq.is_visible():
+                continue
+            eq.scroll_into_view_if_needed()
+            shots = []
+            for background in ("", "none"):
+                eq.evaluate(f"m => m.style.background = {background!r}")
+                shots.append(Image.open(io.BytesIO(eq.screenshot())).convert("RGB"))
+            eq.evaluate("m => m.style.background = ''")
+            w, h = shots[0].size
+            change = ImageChops.difference(*shots)
+            found.append(tuple(max(change.crop(box).getextrema(), key=lambda e: e[1])[1]
+                               for box in ((0, 0, 20, h), (w - 20, 0, w, h))))
+        return found
+
+    fitting, wide = [], []
+    for doc in ("chapters/many_chips/index", "chapters/why_won/index", "chapters/training/03_teacher_forcing",
+                "chapters/training/04_kv_cache"):
+        page.goto((site / f"{doc}.html").as_uri())
+        page.wait_for_function("document.querySelectorAll('mjx-container[display=\"true\"]').length > 0",
+                               timeout=15000)
+        fitting += marks(1280, 2 - len(fitting))
+        wide += marks(PHONE, 2 - len(wide))
+        if fitting and wide:
+            break
+    assert fitting and all(max(m) <= 3 for m in fitting), f"equations that fit draw marks beside them: {fitting}"
+    assert wide and all(m[1] > 30 for m in wide), f"equations wider than a phone show no shadow at their edge: {wide}"
+    page.emulate_media(media="print")
+    printed = page.evaluate("""[...document.querySelectorAll('mjx-container[display="true"]')]
+        .map(m => getComputedStyle(m).backgroundImage)""")
+    assert set(printed) == {"none"}, f"equations print a background: {set(printed)}"
+    page.close()
+
+
+LAB_SECTION = "chapters/training/04_kv_cache"   # CONTRIBUTING's reference section
+LAB_TOKEN = "book-site-test"
+FIRST_GLUED = """root => {   // the first paragraph of prose with a glued value and no math
+  const p = [...document.querySelectorAll(root + ' p')].find(p => p.querySelector('.pasted-text')
+    && !p.closest('figure, .admonition, details, table') && !p.querySelector('.math, mjx-container'));
+  if (!p) return null;
+  const glued = [...p.querySelector('.pasted-text').classList].find(c => c.startsWith('book-glue-'));
+  return {text: p.textContent.replace(/\\s+/g, ' ').trim(), key: glued ? glued.slice(10) : null};
+}"""
+
+
+@pytest.fixture
+def lab(site, tmp_path):
+    """JupyterLab as `make lab` starts it (the project's configuration layer, the book's Lab
+    extension), on a copy of one section, with the references of this site's build; the app is
+    exposed to the page, so a test can add and run a cell."""
+    from book_machinery import lab as book_lab
+
+    if not (book_lab.EXTENSIONS / "book-machinery-lab" / "package.json").exists():
+        pytest.fail("the book's Lab extension is not built: run `make setup`")
+    copy = tmp_path / "book"
+    (copy / LAB_SECTION).parent.mkdir(parents=True)
+    for suffix in (".md", ".ipynb"):
+        shutil.copy2(BOOK / f"{LAB_SECTION}{suffix}", copy / f"{LAB_SECTION}{suffix}")
+    shutil.copy2(BOOK / "jupytext.toml", copy / "jupytext.toml")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    home = tmp_path / "home"
+    env = {**book_lab.environment(), "HOME": str(home), "JUPYTER_CONFIG_DIR": str(home / ".jupyter"),
+           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
+           "BOOK_LAB_BOOK": str(copy), "BOOK_LAB_REFERENCES": str(site.parent / "book-references.json")}
+    cmd = book_lab.command(["--no-browser", f"--port={port}", "--ip=127.0.0.1",
+                            f"--IdentityProvider.token={LAB_TOKEN}", "--LabApp.expose_app_in_browser=True"],
+                           folder=tmp_path)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None and time.monotonic() < deadline, "JupyterLab did not start"
+            try:
+                urllib.request.urlopen(f"{base}/api/status?token={LAB_TOKEN}", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+@pytest.mark.slow(seconds=25)
+def test_a_sections_prose_in_jupyterlab_reads_as_on_the_site(site, browser, lab):
+    """A reader editing the section in Lab reads its first glued sentence as the site prints it
+    (the numbers of the notebook's outputs, the site's numbered references), and a cell run in
+    Lab that glues a new value changes the sentence."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto((site / f"{LAB_SECTION}.html").as_uri())
+    on_site = page.evaluate(FIRST_GLUED, "article")
+    assert on_site, f"{LAB_SECTION} has no glued sentence without math"
+    outside = []
+    page.on("request", lambda r: None if r.url.startswith((lab, lab.replace("http", "ws"), "data:", "blob:",
+                                                           "file:")) else outside.append(r.url))
+    page.goto(f"{lab}/lab/tree/book/{LAB_SECTION}.md?token={LAB_TOKEN}")
+    page.wait_for_selector(".jp-MarkdownCell [data-book-prose=rendered] .pasted-text", timeout=90_000)
+    in_lab = page.evaluate(FIRST_GLUED, ".jp-Notebook")
+    assert in_lab and in_lab["text"] == on_site["text"], (in_lab, on_site)
+    page.locator(".jp-MarkdownCell p:has(.pasted-text)").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "lab__04_kv_cache.png"))
+    # glue a new value in a cell run in Lab: the sentence follows
+    key = in_lab["key"]
+    md = (BOOK / f"{LAB_SECTION}.md").read_text()
+    spec = re.search(r"\{glue:text\}`" + re.escape(key) + r"(?::([^`]*))?`", md)[1] or ""
+    nb = json.loads((BOOK / f"{LAB_SECTION}.ipynb").read_text())
+    stored = next("".join(o["data"][m]) for c in nb["cells"] for o in c.get("outputs", [])
+                  if o.get("metadata", {}).get("scrapbook", {}).get("name") == key
+                  for m in o["data"] if m.endswith("text/plain"))
+    old = ast.literal_eval(stored)
+    new = "an edited phrase" if isinstance(old, str) else type(old)(old * 3 + 7)
+    from myst_nb.core.variables import format_plain_text
+
+    expected = format_plain_text(repr(new), spec)
+    assert expected not in in_lab["text"]
+    page.evaluate("""async source => {
+        const app = window.jupyterapp, panel = app.shell.currentWidget, notebook = panel.content;
+        await panel.sessionContext.ready;
+        notebook.activeCellIndex = notebook.widgets.length - 1;
+        await app.commands.execute('notebook:insert-cell-below');
+        notebook.activeCell.model.sharedModel.setSource(source);
+        await app.commands.execute('notebook:run-cell');
+    }""", f"from book_machinery.prose import record\nrecord({key}={new!r})")
+    page.wait_for_function(f"() => ({FIRST_GLUED})('.jp-Notebook').text.includes({expected!r})",
+                           timeout=90_000)
+    edited = page.evaluate(FIRST_GLUED, ".jp-Notebook")["text"]
+    assert edited == on_site["text"].replace(format_plain_text(stored, spec), expected, 1), edited
+    assert not outside, f"JupyterLab asked the network for: {outside}"
+    page.close()
 
 
 def test_citations_carry_the_bibliographys_own_labels(browsed):
@@ -341,14 +589,29 @@ def test_every_entry_links_back_to_where_it_is_cited(browsed):
     assert not dangling, f"back-links to no citation: {dangling[:5]}"
 
 
+def test_every_glossary_entry_links_back_to_where_its_term_is_explained(browsed):
+    """Each entry links to one section (the first that links the term, or else names it), and
+    that section is a page of the book that uses the term."""
+    entries = browsed["glossary"]["glossary"]
+    assert len(entries) >= 80, f"only {len(entries)} glossary entries"
+    alone = [e["term"] for e in entries if len(e["back"]) != 1]
+    assert not alone, f"glossary entries without their one link back: {alone}"
+    pages = {urldefrag(r["url"])[0]: r for r in browsed.values()}
+    for e in entries:
+        target = pages.get(urldefrag(e["back"][0])[0])
+        assert target is not None, f"{e['term']}: links back to a page outside the contents"
+        linked = e["id"] in target["term_links"]
+        assert linked or urldefrag(e["back"][0])[1] in target["ids"], e
+
+
 def test_every_page_stays_under_its_weight(site):
     heavy = {}
     for page in site.rglob("*.html"):
         if "_static" in page.parts or "_sources" in page.parts:
             continue
-        html = page.read_text()
-        size = len(html.encode()) + sum((page.parent / unquote(src)).stat().st_size
-                                        for src in set(re.findall(r'<img[^>]+src="([^"]+)"', html))
+        text = page.read_text()
+        size = len(text.encode()) + sum((page.parent / unquote(src)).stat().st_size
+                                        for src in set(re.findall(r'<img[^>]+src="([^"]+)"', text))
                                         if (page.parent / unquote(src)).exists())
         if size > MAX_PAGE:
             heavy[str(page.relative_to(site))] = size
@@ -454,6 +717,7 @@ def test_the_wheel_installs_offline_and_runs_a_downloaded_notebook(site, tmp_pat
     nb = json.loads(notebook.read_text())
     first = "".join(nb["cells"][0]["source"])
     assert wheel.name in first and "pip install" in first, f"the notebook's first cell does not say how to install: {first[:200]}"
+    assert f"pip install torch --index-url {TORCH_CPU_INDEX}" in first, "the first cell does not take PyTorch's CPU build"
     fresh = tmp_path / "fresh"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(fresh)], check=True)
     python = fresh / "bin" / "python"

@@ -29,6 +29,7 @@ stored figures do not depend on the machine that drew them.
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import os
 import sys
@@ -225,7 +226,19 @@ def run_all(
 def main(argv: list[str]) -> int:
     """Execute the notebooks named in ``argv`` (every one, or ``--measured``); 0 when
     done."""
-    todo = [MEASURED] if argv == ["--measured"] else notebooks(argv)
+    ap = argparse.ArgumentParser(
+        prog="python -m book_machinery.execute", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("notebooks", nargs="*", metavar="SECTION.md",
+                    help="the sections to run (default: all but the measured page)")
+    ap.add_argument("--measured", action="store_true",
+                    help="run the measured page alone")
+    args = ap.parse_args(argv)
+    missing = [n for n in args.notebooks if not Path(n).with_suffix(".md").is_file()]
+    if missing or (args.measured and args.notebooks):
+        ap.error(f"no section's .md at {', '.join(missing)}" if missing
+                 else "--measured runs the measured page alone: name no section")
+    todo = [MEASURED] if args.measured else notebooks(args.notebooks)
     start = time.perf_counter()
     for name, seconds in run_all(todo):
         print(f"{seconds:6.1f} s  {name}")

@@ -101,7 +101,8 @@ def write(notebooks: list[Path], out: Path, screen: int | None = None) -> list[P
 def main(argv: list[str]) -> int:
     """The command line (see the module's docstring)."""
     ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m book_machinery.figure_files", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("notebooks", nargs="+", type=Path)
     ap.add_argument("--out", type=Path, default=Path(".cache/figures"))

@@ -13,10 +13,15 @@ settings.
   which notebooks are trusted and its secret) goes to ``.cache/lab`` in the repository,
   not to the author's home folder.
 - It opens ``book/chapters``.
+- A section's prose reads as on the site (``lab_prose``): the same layer enables that
+  server extension (``jupyter/jupyter_server_config.d``), and Lab loads the markdown
+  renderer that asks it from ``.cache/lab/labextensions`` (``lab_extension/``, built
+  from npm by ``make setup``).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
@@ -29,6 +34,9 @@ LAB_CONFIG = Path(__file__).with_name("jupyter")
 """The project's Jupyter configuration layer (a ``labconfig`` folder)."""
 STATE = ROOT / ".cache" / "lab"
 """Where Lab's own files go while it runs."""
+EXTENSIONS = STATE / "labextensions"
+"""Where ``make setup`` builds the book's Lab extension (``book-machinery-lab/``, from
+``lab_extension/`` by @jupyter/builder in ``.cache/lab/extension-build``)."""
 
 
 def environment(base: dict[str, str] | None = None) -> dict[str, str]:
@@ -52,13 +60,20 @@ def command(extra: list[str], folder: Path = ROOT / "book" / "chapters") -> list
             f"--ServerApp.root_dir={folder}",
             f"--NotebookNotary.db_file={STATE / 'nbsignatures.db'}",
             f"--NotebookNotary.secret_file={STATE / 'notebook_secret'}",
+            f"--LabApp.extra_labextensions_path={EXTENSIONS}",
             # jupyter-lsp would ask npm where its global packages are (logs in ~/.npm)
             "--LanguageServerManager.autodetect=False", *extra]
 
 
 def main(argv: list[str]) -> int:
-    """Start JupyterLab (replaces this process)."""
-    cmd = command(argv)
+    """Start JupyterLab (replaces this process); every option but ``--help`` goes on to
+    ``jupyter lab``."""
+    ap = argparse.ArgumentParser(
+        prog="python -m book_machinery.lab", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Any other option is JupyterLab's own (python -m jupyterlab --help).")
+    _, extra = ap.parse_known_args(argv)
+    cmd = command(extra)
     os.execve(cmd[0], cmd, environment())
     return 0  # not reached
 

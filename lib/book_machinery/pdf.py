@@ -53,11 +53,12 @@ JB = Path(sys.executable).with_name("jupyter-book")
 SITE_SCRIPTS = re.compile(
     r"/_static/(scripts/(bootstrap|pydata-sphinx-theme|fontawesome|sphinx-book-theme)"
     r"\.js|sphinx-thebe\.js|searchtools\.js|language_data\.js|clipboard\.min\.js"
-    r"|copybutton\.js|togglebutton\.js|design-tabs\.js)|/searchindex\.js"
+    r"|copybutton\.js|togglebutton\.js|design-tabs\.js|book-scroll\.js)"
+    r"|/searchindex\.js"
 )
-"""The site's interactive scripts: navigation, search, copy and toggle buttons. None of
-them renders content, and without them the page loads faster and nothing moves while
-printing."""
+"""The site's interactive scripts: navigation, search, copy and toggle buttons, the
+scroll cues. None of them renders content, and without them the page loads faster and
+nothing moves while printing."""
 
 
 def book_config() -> dict:
@@ -329,9 +330,11 @@ def print_book(page: Path, pdf: Path, paper: str, options: dict) -> dict:
     return info
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """Print the book (see the module's docstring); ``argv`` as on the command line."""
     ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m book_machinery.pdf", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument(
         "--path-output",
@@ -349,7 +352,7 @@ def main() -> None:
         action="store_true",
         help="print the single-page build already there (when working on print.css)",
     )
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     start = time.perf_counter()
     config = book_config()
     title = config.get("title") or "Book"

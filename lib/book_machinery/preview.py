@@ -108,7 +108,8 @@ class Reexecutor(threading.Thread):
 def main(argv: list[str]) -> int:
     """The command line (see the module's docstring)."""
     ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m book_machinery.preview", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--source", type=Path, default=ROOT / "book")
     ap.add_argument("--path-output", type=Path, default=None,

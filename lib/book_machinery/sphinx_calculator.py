@@ -147,22 +147,32 @@ def shipped_chips(found: calculator_bundle.Trace) -> list[dict]:
     return [{**row, "summary": summaries[row["key"]]} for row in rows]
 
 
+def _figures(row: dict) -> str:
+    """A chip's figures as the ``chips`` command words them, without its name."""
+    return row["summary"].split(": ", 1)[-1]
+
+
 def chip_options(chips: list[dict]) -> str:
-    """The ``<option>`` elements of the form's list of chips."""
+    """The ``<option>`` elements of the form's list of chips: each chip's name, short
+    enough for a phone's list (its key, the command line's, is the value; its figures go
+    under the list, from ``data-``)."""
     return "\n".join(
         f'<option value="{html.escape(c["key"])}"'
         f' data-source="{html.escape(c["source"])}"'
         f' data-note="{html.escape(c["note"])}"'
+        f' data-figures="{html.escape(_figures(c))}"'
         + (" selected" if c["key"] == DEFAULT_CHIP else "")
-        + f'>{html.escape(c["key"])}: {html.escape(c["summary"])}</option>'
+        + f'>{html.escape(c["name"])}</option>'
         for c in chips
     )
 
 
 def _chip_about(row: dict) -> str:
-    """What the form says under the list of chips about the chosen one."""
+    """What the form says under the list of chips about the chosen one: its figures,
+    the datasheet's words and their source."""
     return (
-        f'{html.escape(row["note"])}. <a href="{html.escape(row["source"])}" '
+        f'{html.escape(_figures(row))}. {html.escape(row["note"])}. '
+        f'<a href="{html.escape(row["source"])}" '
         f'class="calc-chip-source" rel="noopener">Source of these figures</a>'
     )
 

@@ -9,13 +9,16 @@ every page says how to run them. A Sphinx extension, through documented hooks on
    folder, so ``make book`` and ``make test`` run in it).
 2. **Every page's header** offers them: the theme's download menu gets "The library
    (.whl)", "The book's source (.tar.gz)" and "How to run the code" beside the section's
-   own notebook (its ``.ipynb``).
+   own notebook (its ``.ipynb``); the theme's ".pdf", which prints the page in view, is
+   named "print this page", and once ``make pdf`` has printed the whole book
+   (``sphinx_print``'s ``book_pdf``) the menu and the landing page offer that PDF.
 3. **Each downloadable notebook** (the copies in ``_sources/``, never the sources) opens
    with a cell that says how to install the library and open it. Written at build time
    so that the text always names the wheel this build ships, and the book's own
    notebooks stay free of set-up that is not the section's.
 4. **The directive** ``{book-downloads}`` (on the landing page) links both files and
-   gives the two commands for a section and for the whole book;
+   gives the commands for a section (PyTorch's CPU build first: ``DOWNLOAD_BYTES`` says
+   what each route downloads) and for the whole book;
    ``static/book-downloads.js`` (added to the pages that use the directive) turns the
    wheel's name in the first command into its full address, so pip fetches it from
    wherever the site is served (file:// too) and the notebook is the one download a
@@ -38,14 +41,16 @@ import tomllib
 from pathlib import Path
 
 from docutils import nodes
+from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 from .execute import ROOT
 from .sphinx_print import pdf_name
 
-__all__ = ["wheel_name", "archive_name", "archive_files", "install_cell",
-           "BookDownloads", "setup"]
+__all__ = ["wheel_name", "archive_name", "archive_files", "install_commands",
+           "install_sizes", "install_cell", "BookDownloads", "PdfItem", "setup",
+           "TORCH_CPU_INDEX", "DOWNLOAD_BYTES"]
 
 logger = logging.getLogger(__name__)
 DOWNLOADS = "_downloads"
@@ -177,26 +182,67 @@ def write_wheel(target: Path, root: Path = ROOT) -> None:
         os.replace(part, target)
 
 
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+"""PyTorch's own index of its CPU-only builds, as PyTorch's install page gives it for
+pip (``--index-url``)."""
+
+DOWNLOAD_BYTES = {"cpu": 291_838_941, "pypi": 2_830_014_296}
+"""What a reader's pip downloads for one section on Linux x86-64 with Python 3.11 and
+torch 2.13.0 (the version the book is checked with), measured on 2026-12-01 in a fresh
+virtual environment with no pip configuration, from PyPI:
+
+- ``cpu``, the commands the book gives: PyTorch's CPU wheel (191,794,682 bytes; this
+  machine cannot reach PyTorch's index, so the measure is the same file from the local
+  disk) and its 9 dependencies from PyPI (10,450,046), then the library, JupyterLab,
+  numpy and matplotlib (97 wheels, 89,594,213 from PyPI, with torch already there);
+- ``pypi``, ``pip install "<wheel>[torch]" jupyterlab`` alone: 126 wheels, PyPI's torch
+  (526,574,961) with the CUDA libraries it requires on Linux (nvidia-*, triton and
+  cuda-bindings: 2,203,707,727) and the same rest.
+
+Sizes are the wheels' (``pip install --dry-run --report``, then each file's length as
+PyPI serves it). Installed, the CPU route takes 1.3 GB of disk."""
+
+
+def gigabytes(route: str) -> str:
+    """The download of ``route`` (``DOWNLOAD_BYTES``) in GB, to one decimal."""
+    return f"{DOWNLOAD_BYTES[route] / 1e9:.1f} GB"
+
+
 def install_commands(wheel: str, notebook: str) -> list[str]:
-    """The two commands that run one section's notebook: install the library (and
-    JupyterLab), then open the notebook."""
-    return [f'pip install "{wheel}[torch]" jupyterlab', f"jupyter lab {notebook}"]
+    """The three commands that run one section's notebook: PyTorch's CPU build from
+    PyTorch's own index, the library (and JupyterLab), then the notebook."""
+    return [f"pip install torch --index-url {TORCH_CPU_INDEX}",
+            f'pip install "{wheel}[torch]" jupyterlab', f"jupyter lab {notebook}"]
+
+
+def install_sizes() -> str:
+    """What the commands download, and what PyPI's own torch would, in one sentence."""
+    return (
+        "The first command takes PyTorch's CPU build from PyTorch's own index, as "
+        "PyTorch's install page gives it: with the second, about "
+        f"{gigabytes('cpu')} to download on Linux (PyTorch 2.13, Python 3.11). Without "
+        "it, pip takes PyPI's torch, which on Linux brings NVIDIA's CUDA libraries: "
+        f"about {gigabytes('pypi')}, of use only with an NVIDIA GPU. On macOS and "
+        "Windows, PyPI's torch is already the CPU build, and pip install torch alone "
+        "does."
+    )
 
 
 def install_cell(wheel: str, archive: str, notebook: str) -> dict:
     """The first cell of a downloadable notebook: how to install the library and run
     it."""
-    first, second = install_commands(wheel, notebook)
+    commands = "\n".join(install_commands(wheel, notebook))
     text = (
         "**To run this notebook** you need the book's library (the packages "
         "`transformer_arithmetic`, `transformer_calculator` and `book_machinery`). "
         f"Download its wheel, `{wheel}`, from the download menu (the arrow at the top "
         "of every page of the book) into the folder that holds this notebook, then "
         "run in a terminal there:\n\n"
-        f"```\n{first}\n{second}\n```\n\n"
-        "(`[torch]` brings PyTorch, which some cells check their arithmetic against.) "
-        f"The whole book's source, `{archive}`, is in the same menu: unpack it and run "
-        "`make book` to build the site or `make test` to check it, as its README says."
+        f"```\n{commands}\n```\n\n"
+        f"{install_sizes()} (`[torch]` brings PyTorch, which some cells check their "
+        f"arithmetic against.) The whole book's source, `{archive}`, is in the same "
+        "menu: unpack it and run `make book` to build the site or `make test` to check "
+        "it, as its README says."
     )
     return {"cell_type": "markdown", "id": "book-install", "metadata": {},
             "source": text.splitlines(keepends=True)}
@@ -260,7 +306,15 @@ def _header_links(app, pagename, templatename, context, doctree):
             ) and context.get("page_source_suffix") == ".ipynb":
                 button["tooltip"] = "This section as a notebook (it needs the library)"
             elif button.get("label") == "download-pdf-button":
-                button["tooltip"] = "Print this web page"
+                # the theme's ".pdf" prints the page in view, not the book: say so
+                button.update(text="print this page", icon="fas fa-print",
+                              tooltip="Print this web page (or save it as a PDF)")
+        book_pdf = getattr(app.config, "book_pdf", "")
+        if book_pdf:  # make pdf has printed the whole book (sphinx_print copies it)
+            group["buttons"].append(
+                {"type": "link", "url": pathto(book_pdf, 1), "text": "book (.pdf)",
+                 "icon": "fas fa-file-pdf", "label": "download-book-pdf-button",
+                 "tooltip": "The whole book as one PDF, as make pdf printed it"})
         group["buttons"].extend([
             {"type": "link", "url": pathto(f"{DOWNLOADS}/{wheel}", 1),
              "text": "library (.whl)", "icon": "fas fa-box",
@@ -299,27 +353,54 @@ class BookDownloads(SphinxDirective):
                                     classes=["book-download"])
             para += nodes.Text(f": {what}.")
             items += nodes.list_item("", para)
+        printed = nodes.list_item(classes=["book-download-pdf"])  # PdfItem fills it
+        items += printed
         container += items
         section = nodes.paragraph(text=(
             "One section: download its notebook (the arrow at the top of its page, "
-            ".ipynb), then run these two commands in the folder that holds it, with "
+            ".ipynb), then run these three commands in the folder that holds it, with "
             "the notebook's own name (pip takes the library from this site):"))
-        first, second = install_commands(wheel, "04_kv_cache.ipynb")
-        commands = nodes.literal_block(f"{first}\n{second}", f"{first}\n{second}",
-                                       language="bash",
+        lines = "\n".join(install_commands(wheel, "04_kv_cache.ipynb"))
+        commands = nodes.literal_block(lines, lines, language="bash",
                                        classes=["book-install"])
+        sizes = nodes.paragraph(text=install_sizes())
         whole = nodes.paragraph(text=(
             "The whole book (the site, every notebook and the tests; it needs Python "
             "3.11, make and npm, as the README says):"))
         build = (f"tar xzf {archive} && cd {folder}\n"
                  "make book    # or: make test, make lab")
-        container += [section, commands, whole,
+        container += [section, commands, sizes, whole,
                       nodes.literal_block(build, build, language="bash")]
         return [container]
 
 
+class PdfItem(SphinxPostTransform):
+    """The landing page's list of downloads names the whole book's PDF when ``make pdf``
+    has printed it (``sphinx_print``'s ``book_pdf``), and drops its place otherwise: at
+    write time, so a PDF printed after the page was read still shows."""
+
+    default_priority = 900
+
+    def run(self, **kwargs):
+        book_pdf = getattr(self.config, "book_pdf", "")
+        for item in list(self.document.findall(nodes.list_item)):
+            if "book-download-pdf" not in item["classes"]:
+                continue
+            if not book_pdf or self.app.builder.format != "html":
+                item.parent.remove(item)
+                continue
+            relative = "../" * self.env.docname.count("/")
+            para = nodes.paragraph()
+            para += nodes.reference("", Path(book_pdf).name,
+                                    refuri=f"{relative}{book_pdf}",
+                                    classes=["book-download"])
+            para += nodes.Text(": the whole book as one PDF, to print or read offline.")
+            item += para
+
+
 def setup(app):
     app.add_directive("book-downloads", BookDownloads)
+    app.add_post_transform(PdfItem)
     app.connect("html-page-context", _header_links, priority=502)  # after the theme
     app.connect("build-finished", _build_downloads)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

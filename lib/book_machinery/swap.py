@@ -175,7 +175,8 @@ def run(
 def main(argv: list[str]) -> int:
     """The command line (see the module's docstring)."""
     ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m book_machinery.swap", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("variant", nargs="?")
     ap.add_argument("notebooks", nargs="*", type=Path)

@@ -15,6 +15,7 @@ from functools import lru_cache
 
 import published
 from published import ChipFacts
+from published.chips import normal_name
 from transformer_arithmetic import EXAMPLE_ACCELERATOR, Accelerator
 from transformer_arithmetic.checks import checked_fraction
 from transformer_arithmetic.units import GIB
@@ -25,6 +26,7 @@ __all__ = [
     "Chip",
     "chips",
     "chip",
+    "chip_note",
     "derated",
     "matrix_flops_per_s",
     "rate_for",
@@ -80,6 +82,20 @@ def chip(name: str) -> Chip:
     case)."""
     key = published.chip(name).key
     return next(c for c in chips() if c.key == key)
+
+
+def chip_note(name: str, found: Chip) -> str | None:
+    """What to say when ``name`` took ``found`` but begins the key or name of another
+    published chip too (``h100``: the SXM card, though a PCIe one is published): which
+    it took, and how to ask for the others; None when ``name`` fits one chip alone."""
+    short = normal_name(name)
+    others = [c for c in chips() if c.key != found.key
+              and any(normal_name(n).startswith(short) for n in (c.key, c.name))]
+    if not others:
+        return None
+    rest = " or ".join(f"--chip {c.key} ({c.name})" for c in others)
+    return (f"--chip {name}: taken as {found.name} ({found.key}), one of "
+            f"{len(others) + 1} published chips the name fits; for another say {rest}")
 
 
 def derated(

@@ -17,11 +17,12 @@ import json
 import sys
 from pathlib import Path
 
-from .chips import chip, chips, derated, parse_accelerator
+from .chips import chips, derated, parse_accelerator
 from .cli_splits import (add_serving_split, add_split_options, split_given,
                          split_of, with_split_text)
 from .cli_train import UsageError, add_train_parser, run_train
-from .cli_values import choice, fraction, typed, whole, whole_list
+from .cli_values import (ChipName, CommandParser, choice, fraction, typed, whole,
+                         whole_list)
 from .config import ROUTES, example_config_path, example_configs, read_config
 from .costs import cache_bytes_per_token, weight_bytes
 from .formats import CACHE_FORMATS, UNPACKED, WEIGHT_FORMATS, ExpertsApart
@@ -33,9 +34,9 @@ from .serving import Serving, served
 from .estimate.report import serving_estimates, serving_lines
 from .report import BATCHES, LENGTHS
 
-class _Parser(argparse.ArgumentParser):
+class _Parser(CommandParser):
     def error(self, message: str):  # one line instead of argparse's usage block
-        raise UsageError(message)
+        raise UsageError(self.suggested(message))
 
 
 WEIGHT_CHOICES = {"bf16": None, "fp16": None, **WEIGHT_FORMATS}
@@ -58,9 +59,10 @@ def add_chip_options(p: argparse.ArgumentParser) -> None:
     )
     where.add_argument(
         "--chip",
-        type=typed(chip),
+        action=ChipName,
         metavar="NAME",
-        help="a real chip from the shipped table (see the 'chips' command)",
+        help="a real chip from the shipped table (see the 'chips' command); a short "
+        "name that fits several (h100) takes the first and says so",
     )
     p.add_argument(
         "--flops-efficiency",
@@ -180,21 +182,32 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m transformer_calculator",
         description="The arithmetic of transformers for your own model: parameters, "
         "memory, time.",
+        epilog="Each command's own options: python -m transformer_calculator COMMAND "
+        "--help. A first try: python -m transformer_calculator report llama-3-8b "
+        "--chip h100-sxm",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     _report_parser(commands)
     add_train_parser(commands, add_chip_options, add_format_options)
     commands.add_parser(
-        "configs", help="list the example configs shipped with the library"
+        "configs", help="list the example configs shipped with the library",
+        description="List the example config.json files shipped with the library: the "
+        "name report and train take in place of a path, and the file it names.",
     )
     listing = commands.add_parser(
-        "chips", help="list the shipped chips and their figures"
+        "chips", help="list the shipped chips and their figures",
+        description="List the chips --chip takes: each one's dense bf16 and fp8 "
+        "rates, memory bandwidth, memory and link, with the datasheet's words and "
+        "its address.",
     )
     listing.add_argument("--json", action="store_true", help="print them as JSON")
     add_check_parser(commands)
     fam = commands.add_parser(
         "families",
         help="list every model type transformers builds and the route taken for it",
+        description="List every model type transformers builds, whether it is a "
+        "decoder, and how the calculator counts it: by its own layout, by the model "
+        "transformers builds on the meta device, or not at all (and why).",
     )
     fam.add_argument("--json", action="store_true", help="print the list as JSON")
     for name in ("report", "train"):
@@ -283,13 +296,15 @@ def chip_of(args: argparse.Namespace):
 
 def _report(args: argparse.Namespace) -> str:
     if (args.prompt is None) != (args.answer is None):
-        raise UsageError("arguments --prompt and --answer go together")
+        raise UsageError("arguments --prompt and --answer go together: give both or "
+                         "neither")
     model, notes = load_model(args.config, args.route)
     model, note = served(model) if args.weights is None else (model, None)
     notes += [note] if note else []
     model = apply_formats(
         model, notes, args.weights, args.kv_dtype, args.expert_weights
     )
+    notes += args.chip_notes
     engine = Serving(args.gpu_memory_utilization, args.block_size)
     kwargs: dict = {"engine": engine, "notes": notes}
     if args.context:
@@ -363,8 +378,12 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line with ``argv``; return the exit code (0 done, 1 a config that
     cannot be read or is refused, 2 a bad argument). Every error is one line on standard
     error."""
+    parser = _parser()
+    if not (sys.argv[1:] if argv is None else argv):  # called bare: what it can do
+        print(parser.format_help().rstrip())
+        return 0
     try:
-        args = _parser().parse_args(argv)
+        args = parser.parse_args(argv)
     except UsageError as err:
         print(f"error: {_one_line(err)}", file=sys.stderr)
         return 2

@@ -296,8 +296,10 @@ def _training(args, model) -> Training:
         raise UsageError("arguments --gradients and --fp32-gradients: give one")
     gradients = args.gradients or ("both" if args.fp32_gradients else "model")
     if args.micro_batches is not None and args.batch % args.micro_batches:
+        takes = [n for n in range(1, args.batch + 1) if args.batch % n == 0][:12]
         raise UsageError(f"argument --micro-batches: {args.micro_batches} do not "
-                         f"divide the batch of {args.batch}")
+                         f"divide the batch of {args.batch} (it takes one of "
+                         f"{', '.join(map(str, takes))})")
     return Training(
         batch=args.batch,
         seq_len=args.seq_len,
@@ -320,6 +322,7 @@ def run_train(args, load_model, apply_formats, chip_of) -> str:
         raise UsageError("argument --lora-targets needs --lora-rank")
     model, notes = load_model(args.config, args.route)
     model = apply_formats(model, notes, args.weights, None)
+    notes += args.chip_notes
     t = _training(args, model)
     chip = chip_of(args)
     result = train_report(model, chip, t, args.tokens, notes)

@@ -5,9 +5,14 @@ flag)."""
 from __future__ import annotations
 
 import argparse
+import difflib
+import re
+
+from .chips import chip, chip_note
 
 __all__ = [
-    "MAX_LIST", "MAX_TOKENS", "choice", "fraction", "typed", "whole", "whole_list",
+    "MAX_LIST", "MAX_TOKENS", "ChipName", "CommandParser", "choice", "fraction",
+    "typed", "whole", "whole_list",
 ]
 
 MAX_LIST = 32
@@ -45,8 +50,10 @@ def whole(text: str, low: int = 1, high: int = MAX_TOKENS) -> int:
 
 def whole_list(text: str) -> tuple[int, ...]:
     """One whole number or a comma list of them (at most ``MAX_LIST``), in order, each
-    once."""
-    parts = [p for p in text.split(",")]
+    once; an empty place between commas (``4096,``) holds nothing."""
+    parts = [p for p in text.split(",") if p.strip()]
+    if not parts:
+        raise ValueError(f"needs a whole number or a comma list of them, got {text!r}")
     if len(parts) > MAX_LIST:
         raise ValueError(f"takes at most {MAX_LIST} values, got {len(parts)}")
     return tuple(dict.fromkeys(whole(p) for p in parts))
@@ -73,3 +80,64 @@ def choice(table: dict):
         return key
 
     return parse
+
+
+class ChipName(argparse.Action):
+    """``--chip NAME``: the shipped chip in ``chip``, and in ``chip_notes`` what to say
+    when the name fits more than one (``chips.chip_note``)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            found = chip(values)
+        except ValueError as err:
+            raise argparse.ArgumentError(self, str(err)) from None
+        setattr(namespace, self.dest, found)
+        note = chip_note(values, found)
+        namespace.chip_notes = [note] if note else []
+
+
+class CommandParser(argparse.ArgumentParser):
+    """A parser whose errors name the nearest flag or command when one was mistyped
+    (``--contxt``: did you mean ``--context``?)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.set_defaults(chip_notes=[])
+
+    def parse_args(self, args=None, namespace=None):
+        known, extra = self.parse_known_args(args, namespace)
+        if extra:
+            command = getattr(known, "command", None)
+            self._asked = self._commands().get(command, self)
+            self.error(f"unrecognized arguments: {' '.join(extra)}")
+        return known
+
+    def _commands(self) -> dict:
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return action.choices
+        return {}
+
+    def suggested(self, message: str) -> str:
+        """``message`` with the nearest flag or command added for a mistyped one."""
+        asked = getattr(self, "_asked", self)
+        unknown = re.match(r"unrecognized arguments: (\S+)", message)
+        choice = re.search(r"invalid choice: '([^']*)'", message)
+        if unknown and unknown[1].startswith("-"):
+            flag = unknown[1].split("=", 1)[0]
+            flags = [o for a in asked._actions for o in a.option_strings]
+            near = difflib.get_close_matches(flag, flags, n=1, cutoff=0.6)
+            name = asked.prog.split()[-1]
+            owners = [n for n, p in self._commands().items() if p is not asked
+                      and any(flag in a.option_strings for a in p._actions)]
+            if asked is not self and owners and flag not in flags:
+                return f"{flag} is an option of {' and '.join(owners)}, not of {name}"
+            where = f" for {name}" if asked is not self else ""
+            return (f"unrecognized argument {flag}{where}"
+                    + (f": did you mean {near[0]}?" if near else
+                       f"; see {asked.prog} --help"))
+        if choice:
+            near = difflib.get_close_matches(choice[1], self._commands(), n=1)
+            if near and "argument command" in message:
+                return f"{message}: did you mean {near[0]}?"
+        return message

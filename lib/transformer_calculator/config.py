@@ -143,15 +143,20 @@ def _generic(cfg: dict, model_type: str | None, notes: list[str]) -> Family:
             ),
             None,
         )
-        if act_key is None:
-            family = (
-                f"model_type {model_type!r} is not a known family"
-                if model_type is not None
-                else "the file names no model_type"
-            )
+        if act_key is None and model_type is None:
             raise ValueError(
-                f"config field hidden_act is missing and {family}: "
-                'add "gated_ffn": true or false'
+                "config field model_type is missing: a Hugging Face config.json names "
+                'its family there (such as "model_type": "llama"); a file without '
+                "one is read as the plain Llama layout, and only if it gives "
+                'hidden_act too (such as "silu": a gated feed-forward part)'
+            )
+        if act_key is None:
+            raise ValueError(
+                f"config field hidden_act is missing: model_type {model_type!r} is "
+                f"not a family this calculator or transformers {TRANSFORMERS_VERSION} "
+                "knows, so the file is read as the plain Llama layout, whose "
+                'feed-forward part is gated or not by its activation ("silu": '
+                'gated; "gelu": plain)'
             )
         act = cfg[act_key]
         name = act.lower() if isinstance(act, str) else None
@@ -161,15 +166,15 @@ def _generic(cfg: dict, model_type: str | None, notes: list[str]) -> Family:
             gated = False
         else:
             raise ValueError(
-                f"config field {act_key}={short(act)} does not say "
-                "whether the feed-forward part is "
-                'gated: add "gated_ffn": true or false'
+                f"config field {act_key}={short(act)} does not say whether the "
+                "feed-forward part is gated: for a model_type the calculator does not "
+                f"know it reads {', '.join(sorted(_GATED_ACTIVATIONS))} as gated and "
+                f"{', '.join(sorted(_PLAIN_ACTIVATIONS))} as plain"
             )
         notes.append(
             "feed-forward: "
             f"{'gated (three matrices)' if gated else 'plain (two matrices)'}, judged "
-            f"from {act_key}={act!r} for an unknown model_type; set "
-            "\"gated_ffn\" to override"
+            f"from {act_key}={act!r} for an unknown model_type"
         )
     rms = cfg.get("rms_norm_eps") is not None
     layer = (

@@ -85,11 +85,16 @@
   const DASHES = /^\s*-+(\s+-+)*\s*$/;
 
   // The text report is blocks of lines with a blank line between them: a table is a
-  // title, a header and a row of dashes whose runs give each column's exact span.
+  // title, perhaps notes ("  - ..."), a header and a row of dashes whose runs give each
+  // column's exact span.
   function parseReport(text) {
     const blocks = text.replace(/\s+$/, "").split(/\n[ \t]*\n/).map((b) => b.split("\n"));
     return blocks.map((lines) => {
-      if (lines.length >= 3 && DASHES.test(lines[2])) {
+      const dashes = lines.findIndex((line, i) => i >= 2 && DASHES.test(line)
+        && lines.slice(1, i - 1).every((l) => /^\s+- /.test(l)));
+      if (dashes >= 2) {
+        const before = lines.slice(1, dashes - 1).map((l) => l.replace(/^\s+- /, ""));
+        lines = [lines[0], ...lines.slice(dashes - 1)];
         const spans = [...lines[2].matchAll(/-+/g)].map((m) => [m.index, m.index + m[0].length]);
         const cells = (line) => spans.map(([a, b]) => line.slice(a, b).trim());
         // A line with writing between the columns is a note under the table, not a row.
@@ -98,7 +103,7 @@
           && !line.slice(spans[spans.length - 1][1]).trim();
         const rows = lines.slice(3);
         const cut = rows.findIndex((line) => !isRow(line));
-        return { kind: "table", title: lines[0].trim(), header: cells(lines[1]),
+        return { kind: "table", title: lines[0].trim(), before, header: cells(lines[1]),
                  rows: (cut < 0 ? rows : rows.slice(0, cut)).map(cells),
                  notes: cut < 0 ? [] : rows.slice(cut).map((l) => l.trim()) };
       }
@@ -149,6 +154,7 @@
         el(i === 0 ? "th" : "td", i === 0 ? { scope: "row", text: cell } : { text: cell }))))));
     return el("div", { class: "calc-table-block" },
       el("p", { class: "calc-table-title", id, text: block.title }),
+      block.before.length ? renderLines({ items: block.before.map((n) => [n]) }) : null,
       el("div", { class: "calc-scroll", tabindex: 0, role: "region", "aria-labelledby": id }, table),
       block.notes.length ? renderLines({ items: block.notes.map((n) => [n]) }) : null);
   }
@@ -393,6 +399,90 @@
         + (report.fits ? "within" : "past") + " the memory of the chip." }));
   }
 
+  // ---------------------------------------------------------------- the form's messages
+
+  // The command line names what it refuses by its flag ("argument --tensor-parallel/--tp:
+  // 64 heads do not divide among 3 devices (...)"); the form says it beside that field,
+  // in the field's own label, with the command line's reason and the values it takes.
+  // A config the calculator cannot read is the model's field's. No rule is repeated
+  // here: every refusal is the command line's own.
+  const ARGUMENT = /^argument ((?:--[\w-]+)(?:\/--[\w-]+)*): (.*)$/s;
+  const ARGUMENTS = /^arguments (--[\w-]+) and (--[\w-]+) (.*)$/s;  // two that go together
+  const NUMBERS = { FLOPS: "calc-flops", BYTES_PER_S: "calc-rate", MEMORY_GIB: "calc-gib" };
+
+  function fieldName(field) {
+    if (field.dataset.name) return field.dataset.name;
+    const label = field.labels && field.labels[0];
+    return label ? label.innerText.replace(/\s+/g, " ").trim() : field.id;
+  }
+
+  // The fields a message is about, and what to say of each.
+  function placeMessage(form, message, ownConfig) {
+    const text = message.replace(/^error: /, "").trim();
+    const one = text.match(ARGUMENT), two = text.match(ARGUMENTS);
+    if (!one && !two) {  // the config: the calculator could not read or count it
+      const field = form.querySelector(ownConfig ? "#calc-json" : "#calc-config");
+      return { fields: [field], reason: text };
+    }
+    const flags = one ? one[1].split("/") : [two[1], two[2]];
+    const said = one ? one[2] : `${two[1]} and ${two[2]} ${two[3]}`;
+    const mode = command(form);
+    let fields = [...form.querySelectorAll("[data-flag]")].filter((f) => {
+      const owner = f.closest("[data-calc-mode]");
+      return flags.includes(f.dataset.flag) && !f.matches(":disabled")
+        && !(owner && owner.dataset.calcMode !== mode)
+        && (!["radio", "checkbox"].includes(f.type) || f.checked);
+    });
+    // A choice that joins other fields (a chip's name, its three numbers) is those fields.
+    fields = fields.flatMap((f) => {
+      if (!f.dataset.join) return [f];
+      const ids = f.dataset.join.split(/\s+/);
+      const named = ids.filter((id) => Object.entries(NUMBERS).some(
+        ([word, part]) => part === id && said.includes(word)));
+      return (named.length ? named : ids).map((id) => form.querySelector(`#${id}`));
+    });
+    return { fields, reason: inFormWords(form, said) };
+  }
+
+  // A flag the reason names, in the form's words: the label of the field that sets it.
+  function inFormWords(form, text) {
+    return text.replace(/--[\w-]+/g, (flag) => {
+      const field = [...form.querySelectorAll("[data-flag]")].find(
+        (f) => f.dataset.flag === flag && !["radio", "checkbox"].includes(f.type));
+      return field ? `“${fieldName(field)}”` : flag;
+    });
+  }
+
+  function clearMessages(form) {
+    for (const note of form.querySelectorAll(".calc-error")) note.remove();
+    for (const field of form.querySelectorAll("[aria-invalid]")) {
+      field.removeAttribute("aria-invalid");
+      field.classList.remove("calc-invalid");
+      const described = (field.getAttribute("aria-describedby") || "").split(" ")
+        .filter((id) => id && !id.endsWith("-error"));
+      if (described.length) field.setAttribute("aria-describedby", described.join(" "));
+      else field.removeAttribute("aria-describedby");
+    }
+  }
+
+  // Each field marked, its message right after it; the first field's name, returned.
+  function showMessage(form, fields, reason) {
+    clearMessages(form);
+    for (const field of fields) {
+      const more = field.closest("details");
+      if (more) more.open = true;
+      const note = el("p", { class: "calc-error", id: `${field.id}-error`,
+                             text: `${fieldName(field)}: ${reason}` });
+      field.after(note);
+      field.classList.add("calc-invalid");
+      field.setAttribute("aria-invalid", "true");
+      field.setAttribute("aria-describedby",
+        [note.id, ...(field.getAttribute("aria-describedby") || "").split(" ")]
+          .filter(Boolean).join(" "));
+    }
+    return fields.length ? fieldName(fields[0]) : null;
+  }
+
   // ---------------------------------------------------------------- the whole report
 
   // Which picture goes before which table of the text report: the table's title starts so.
@@ -479,11 +569,33 @@
       return { arg: `${INPUT}/${file}`, shown: file, files: { [`${INPUT}/${file}`]: bytes } };
     }
 
-    function compute() {
+    // Not computed: each field at fault marked, its message beside it in the form's
+    // words, and the status (by the Compute button) naming the field; a reader who
+    // pressed Compute is taken to it.
+    function refuse(fields, reason, said, asked, argv) {
+      const name = showMessage(form, fields, reason);
+      Object.assign(api, { error: said, message: name ? `${name}: ${reason}` : reason,
+                           fields: fields.map((f) => f.id), report: null, text: null,
+                           argv: argv || api.argv });
+      api.answers += said === null ? 1 : 0;
+      results.hidden = true;
+      setState("error", name ? `Not computed: see “${name}” above, marked in red: ${reason}`
+                             : `Not computed: ${reason}`, true);
+      if (asked && fields.length) fields[0].focus({ preventScroll: true });
+      if (asked && fields.length) fields[0].scrollIntoView({ block: "center" });
+    }
+
+    function compute(asked = false) {
       if (root.dataset.live !== "yes" || api.state === "unavailable") return;
       if (!ready) {
         wanted = true;
         start();
+        return;
+      }
+      const ownConfig = form.querySelector("#calc-source-own").checked;
+      if (ownConfig && !own.bytes && !textarea.value.trim()) {
+        refuse([textarea], "the box is empty: paste the text of a config.json here, or "
+          + "choose the file below", null, asked);
         return;
       }
       const model = modelArgument();
@@ -500,11 +612,12 @@
         if (id !== latest) return;
         api.answers += 1;
         if (json.code !== 0) {
-          Object.assign(api, { error: json.err.trim(), argv: shownArgv, report: null, text: null });
-          results.hidden = true;
-          setState("error", json.err.trim() || `the calculator stopped with exit code ${json.code}`, true);
+          const said = json.err.trim() || `the calculator stopped with exit code ${json.code}`;
+          const { fields, reason } = placeMessage(form, said, ownConfig);
+          refuse(fields, reason, said, asked, shownArgv);
           return;
         }
+        clearMessages(form);
         const report = JSON.parse(json.out);
         display(report, text.out, shownArgv, "browser");
         const ms = Math.max(1, Math.round(performance.now() - t0));
@@ -573,6 +686,12 @@
 
     // A field that belongs to a choice selects it when the reader uses it.
     form.addEventListener("input", (e) => {
+      if (e.target.getAttribute("aria-invalid")) {  // being mended: its mark goes
+        const note = form.querySelector(`#${e.target.id}-error`);
+        if (note) note.remove();
+        e.target.removeAttribute("aria-invalid");
+        e.target.classList.remove("calc-invalid");
+      }
       const id = e.target.dataset && e.target.dataset.selects;
       if (id) form.querySelector(`#${id}`).checked = true;
       if (e.target === textarea) own.bytes = null;
@@ -582,7 +701,7 @@
     // What the form says of the chosen chip: the datasheet's words and their source.
     function describeChip() {
       const option = chipList.selectedOptions[0];
-      chipAbout.replaceChildren(`${option.dataset.note}. `, el("a", {
+      chipAbout.replaceChildren(`${option.dataset.figures}. ${option.dataset.note}. `, el("a", {
         href: option.dataset.source, class: "calc-chip-source", rel: "noopener",
         text: "Source of these figures" }));
     }
@@ -599,7 +718,7 @@
         compute();
       }
     });
-    form.addEventListener("submit", (e) => { e.preventDefault(); compute(); });
+    form.addEventListener("submit", (e) => { e.preventDefault(); compute(true); });
     for (const type of ["dragenter", "dragover"]) {
       textarea.addEventListener(type, (e) => { e.preventDefault(); textarea.classList.add("calc-drop"); });
     }
