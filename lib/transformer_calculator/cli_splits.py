@@ -122,10 +122,11 @@ def add_split_options(p: argparse.ArgumentParser, data_parallel: bool) -> None:
     p.add_argument("--cp-kind", choices=CP_KINDS, default="all-gather",
                    help="context parallel's exchange: all-gather of the keys and "
                    "values (Llama 3, the default) or ring attention")
-    p.add_argument("--micro-batches", type=typed(lambda t: whole(t, 1, MAX_MICRO)),
-                   default=None, metavar="M",
-                   help="micro-batches a step is cut into: the pipeline's, or "
-                   "gradient accumulation without one (train; default 1)")
+    if not data_parallel:  # train's alone: a serving step runs one batch through
+        p.add_argument("--micro-batches", type=typed(lambda t: whole(t, 1, MAX_MICRO)),
+                       default=None, metavar="M",
+                       help="micro-batches a step is cut into: the pipeline's, or "
+                       "gradient accumulation without one (default 1)")
     p.add_argument("--virtual-stages", type=_group, default=1, metavar="V",
                    help="chunks of layers each pipeline device holds: the interleaved "
                    "1F1B schedule (train; default 1)")
@@ -158,7 +159,7 @@ def split_given(args: argparse.Namespace) -> bool:
         or getattr(args, "dp", 1) > 1
         or args.interconnect is not None
         or args.network is not None
-        or args.micro_batches is not None
+        or getattr(args, "micro_batches", None) is not None
         or args.virtual_stages > 1
         or args.pp_layers is not None
         or args.redundant_experts > 0
@@ -173,7 +174,8 @@ def split_of(args: argparse.Namespace, chip: Chip, dp: int) -> Split:
     network = args.network if args.network is not None else chip_network(chip)
     machine = chip_machine(chip) if network is not None else None
     return Split(tp=args.tp, pp=args.pp, ep=args.ep, dp=dp, cp=args.cp,
-                 micro_batches=args.micro_batches or 1, link=link, network=network,
+                 micro_batches=getattr(args, "micro_batches", None) or 1, link=link,
+                 network=network,
                  machine=machine, sequence_parallel=args.sequence_parallel,
                  cp_kind=args.cp_kind, virtual_stages=args.virtual_stages,
                  stage_layers=args.pp_layers,
@@ -184,9 +186,6 @@ def add_serving_split(result: dict, args: argparse.Namespace, model: Model, chip
                       engine: Serving, requests) -> dict:
     """The report's ``result`` made about the split the options name (its own figures
     under ``split``, the one chip's under ``one_chip``)."""
-    if args.micro_batches is not None:
-        raise ValueError("argument --micro-batches: a serving step here runs one batch "
-                         "through the stages; micro-batches are train's")
     split = split_of(args, chip, args.dp)
     figures = serving_split(model, chip, split, engine, args.context or LENGTHS,
                             args.batch or BATCHES, result["batch_contexts"], requests)
