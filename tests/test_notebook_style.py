@@ -59,16 +59,10 @@ def test_numbers_are_stated_once_and_colours_come_from_the_palette(md):
 
 
 
-PART_OF_THE_RULE = ("many_chips",)
-"""The parts whose notebooks keep the two rules of ``visible_cells`` (no record in a shown
-cell; no shown cell uses a name only a hidden cell sets); the others follow as they are
-reworked."""
-
-
-@pytest.mark.parametrize("md", [m for m in paired_notebooks()
-                                if any(part in m.parts for part in PART_OF_THE_RULE)],
-                         ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("md", paired_notebooks(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_the_shown_code_runs_alone_and_keeps_no_books(md):
+    """Every section keeps the two rules of ``visible_cells`` (no record in a shown cell;
+    no shown cell uses a name only a hidden cell sets)."""
     from visible_cells import violations
 
     assert not violations(md), violations(md)

@@ -1,0 +1,52 @@
+"""Money and energy of a training run: its chip-hours at a price a chip-hour, and its
+chips' boards at their published full power for the run's chip-hours (times a data
+centre's power usage effectiveness, PUE, when one is given).
+
+Both rest on the chip-hours the command prints, which come from the roofline's floor
+(or the floor derated by hand): a real run takes longer, so the money is at least what
+such a run costs at that price. The energy is counted as model cards count it (Llama
+3's: chip-hours at the board's full power): not a bound, since a board rarely draws all
+of its power for a whole run while the run itself takes longer than the floor; the
+rest of each machine (processors, network cards, switches) is left out, and a PUE folds
+in the building's share only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["RunningCosts", "running_costs", "MAX_PRICE", "MAX_PUE"]
+
+MAX_PRICE = 1e4
+"""Most dollars a chip-hour ``--price`` takes."""
+MAX_PUE = 3.0
+"""Largest power usage effectiveness ``--pue`` takes (1 is a building that adds none)."""
+
+
+@dataclass(frozen=True)
+class RunningCosts:
+    """A run's ``dollars`` at least (None without a price), its chips' ``kwh`` at full
+    board power (None without a published board power) and the ``pue`` folded in."""
+
+    dollars: float | None
+    kwh: float | None
+    board_power_w: float | None
+    pue: float
+
+    def as_dict(self) -> dict:
+        """The costs as the command's JSON gives them."""
+        return {"dollars_at_least": self.dollars, "kwh_at_board_power": self.kwh,
+                "board_power_w": self.board_power_w, "pue": self.pue}
+
+
+def running_costs(chip_hours: float, price: float | None, board_power_w: float | None,
+                  pue: float = 1.0) -> RunningCosts:
+    """Dollars of ``chip_hours`` at ``price`` dollars a chip-hour, and kilowatt-hours
+    of as many hours of one board at ``board_power_w`` watts, times ``pue``."""
+    if chip_hours < 0:
+        raise ValueError(f"chip_hours must not be negative, got {chip_hours}")
+    if not 1.0 <= pue <= MAX_PUE:
+        raise ValueError(f"pue must lie in [1, {MAX_PUE:g}], got {pue}")
+    dollars = None if price is None else chip_hours * price
+    kwh = None if board_power_w is None else chip_hours * board_power_w / 1e3 * pue
+    return RunningCosts(dollars, kwh, board_power_w, pue)
