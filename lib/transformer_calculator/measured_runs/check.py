@@ -77,7 +77,8 @@ def _serving(run: Run, fr: Fractions) -> dict:
     per_chip = 1e3 * s.split.dp / s.split.devices
     rate = Estimate(  # the running conversations' tokens a second: the most possible
         "tokens_per_s_per_chip", "tokens/s/chip", "most",
-        running * s.split.dp / floor / s.split.devices, p.running / tpot.estimate * per_chip,
+        running * s.split.dp / floor / s.split.devices,
+        p.running / tpot.estimate * per_chip,
         p.running / tpot.high * per_chip, p.running / tpot.low * per_chip, tpot.share,
         tpot.runs, tpot.regime)
     for est in (tpot, ttft, rate):
