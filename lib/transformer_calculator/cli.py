@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from .chips import chips, derated, parse_accelerator
+from .cli_plan import add_plan_parser, run_plan
 from .cli_splits import (add_serving_split, add_split_options, split_given,
                          split_of, with_split_text)
 from .cli_train import UsageError, add_train_parser, run_train
@@ -189,6 +190,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     _report_parser(commands)
     add_train_parser(commands, add_chip_options, add_format_options)
+    add_plan_parser(commands, WEIGHT_CHOICES)
     commands.add_parser(
         "configs", help="list the example configs shipped with the library",
         description="List the example config.json files shipped with the library: the "
@@ -398,6 +400,8 @@ def main(argv: list[str] | None = None) -> int:
             text = _chips(args.json)
         elif args.command == "train":
             text = run_train(args, load_model, apply_formats, chip_of)
+        elif args.command == "plan":
+            text = run_plan(args, load_model, apply_formats)
         elif args.command == "check":
             from .measured_runs.command import run_check
 
