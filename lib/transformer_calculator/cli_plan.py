@@ -13,6 +13,7 @@ from .formats import CACHE_FORMATS
 from .planning import (ServingGoal, Space, TrainingGoal, serving_plans,
                        training_plans)
 from .planning.space import MOST_PLANS
+from .report_text import bytes_text
 from .planning.text import (serving_lines, training_lines, why_serving,
                             why_training)
 from .running_costs import per_million_tokens
@@ -215,15 +216,24 @@ def _text(r: dict, kind: str, args) -> list[str]:
                 + f". Ranked by {r['ranked_by']}. Every time is a floor (the "
                 "roofline at the chip's peak rates): a real run takes longer.")
     if not r["plans"]:
-        least = r.get("least_memory_bytes")
-        why = (" (the lightest needs "
-               f"{least / 2**30:,.1f} GiB a device)" if least else "")
-        head.append("No plan fits" + why + ": more chips, a shorter sequence or a "
-                    "smaller batch" if kind == "training" else
-                    "No plan meets the targets on these chips: looser targets or "
-                    "more chips")
+        head.append(_none_fits(r, kind))
         return head
     body = (training_lines(r, args.top) if kind == "training"
             else serving_lines(r, args.top))
     return head + [""] + body + [""] + [f"Note: {n}" for n in r["notes"]]
 
+
+
+def _none_fits(r: dict, kind: str) -> str:
+    """Why no plan is printed, in one line."""
+    if kind == "serving":
+        return ("No plan meets the targets on these chips: looser targets or more "
+                "chips")
+    state, room = r["model_state_bytes"], r["chips_memory_bytes"]
+    if state > room:
+        return (f"No plan fits: the weights, their gradients and the optimizer's "
+                f"states alone take {bytes_text(state)}, more than the "
+                f"{bytes_text(room)} of all the chips together: more chips")
+    least = r["least_memory_bytes"]
+    need = f" (the lightest plan needs {bytes_text(least)} a device)" if least else ""
+    return f"No plan fits{need}: more chips, a shorter sequence or a smaller batch"

@@ -110,8 +110,8 @@ def serving_lines(result: dict, top: int) -> list[str]:
             u = c["units"]
             head = (f"#{i}  disaggregated: {u['prefill']} prefill units of "
                     f"{_unit(c['prefill'])} and {u['decode']} decode units of "
-                    f"{_unit(c['decode'])}; prefill to decode chips "
-                    f"{c['prefill_to_decode_chips']:.2f} to 1")
+                    f"{_unit(c['decode'])} (the rates balance at "
+                    f"{c['prefill_to_decode_chips']:.2f} prefill chips to 1 decode)")
         lines += [
             head + f", {c['weights']} weights",
             f"    memory a device {bytes_text(c['memory_bytes_per_device'])} of "

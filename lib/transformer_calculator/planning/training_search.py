@@ -166,11 +166,12 @@ def rank_key(c: dict) -> tuple:
 def training_plans(chip, space: Space, goal: TrainingGoal) -> dict:
     """Every plan that fits ``goal`` in ``space``, ranked (``rank_key``), with what
     was searched and, when none fits, the least memory a device any structure needs."""
-    plans, searched, least = [], 0, float("inf")
+    plans, searched, least, states = [], 0, float("inf"), []
     _SEEN.clear()
     for fmt, model in space.formats.items():
         state = bytes_per_parameter(model, _training(goal, 1, 0, "full", 1))
-        if state * parameters(model) > space.chips * chip.memory_bytes:
+        states.append(state * parameters(model))
+        if states[-1] > space.chips * chip.memory_bytes:
             continue  # the weights and their states alone outgrow every chip
         for g in structures(model, space, goal):
             searched += 1
@@ -181,4 +182,6 @@ def training_plans(chip, space: Space, goal: TrainingGoal) -> dict:
     plans.sort(key=rank_key)
     _SEEN.clear()
     return {"goal": "training", "structures_searched": searched, "plans": plans,
-            "least_memory_bytes": None if least == float("inf") else least}
+            "least_memory_bytes": None if least == float("inf") else least,
+            "model_state_bytes": min(states),
+            "chips_memory_bytes": space.chips * chip.memory_bytes}
