@@ -74,6 +74,7 @@ def test_the_search_finds_the_best_plan_an_enumeration_finds():
     assert ranked == sorted(ranked, reverse=True)
 
 
+@pytest.mark.slow(5)
 def test_llama_3_405b_published_plan_fits_and_ranks():
     model, _ = load_model("llama-3.1-405b")
     chips = 8 * 16 * 2  # Llama 3's TP 8 x PP 16, two copies of the model
@@ -87,6 +88,7 @@ def test_llama_3_405b_published_plan_fits_and_ranks():
     assert all(plans[i]["memory_bytes"] <= H100.memory_bytes for i in published)
 
 
+@pytest.mark.slow(3)
 def test_the_command_ranks_a_training_run_and_a_service(capsys):
     base = ["plan", "llama-3-8b", "--chip", "h100-sxm", "--chips", "8"]
     assert main(base + ["--tokens", "1000000000", "--seq-len", "4096",

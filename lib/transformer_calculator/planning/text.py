@@ -32,13 +32,21 @@ def why_training(c: dict, best: dict) -> str:
             f"{worst} ({seconds_text(diff[worst])} more)")
 
 
+_RECOMPUTE = {"none": "no recomputation", "selective": "selective recomputation",
+              "full": "full recomputation"}
+
+
+def _dollars(x: float) -> str:
+    return f"${x:,.0f}" if x >= 100 else f"${x:.3g}"
+
+
 def _money(c: dict, what: str) -> list[str]:
     m = c.get("per_million_tokens")
     if not m:
         return []
     out = []
     if m["dollars_at_least"] is not None:
-        out.append(f"at least ${m['dollars_at_least']:,.2f} a million {what}")
+        out.append(f"at least {_dollars(m['dollars_at_least'])} a million {what}")
     if m["kwh_at_board_power"] is not None:
         pue = f" x PUE {m['pue']:g}" if m["pue"] != 1 else ""
         out.append(f"{m['kwh_at_board_power']:,.3g} kWh a million {what} at the "
@@ -56,7 +64,7 @@ def training_lines(result: dict, top: int) -> list[str]:
         v = f", {c['virtual_stages']} virtual stages" if c["virtual_stages"] > 1 else ""
         lines += [
             f"#{i}  {_shape(c)}{v}, {c['micro_batches']:,} micro-batches, ZeRO "
-            f"{c['zero_stage']}, {c['recompute']} recomputation, {c['weights']} weights",
+            f"{c['zero_stage']}, {_RECOMPUTE[c['recompute']]}, {c['weights']} weights",
             f"    memory a device {bytes_text(c['memory_bytes'])}; step at least "
             f"{seconds_text(c['step_seconds_floor'])} (floor): {causes}",
             f"    at most {c['tokens_per_s_per_chip']:,.0f} tokens a second a chip, "
@@ -97,7 +105,9 @@ def _serving_cause(c: dict, best: dict) -> str:
 
 
 def _unit(c: dict) -> str:
-    return f"{_shape(c)} ({c['devices']} chips), batch {c['batch']:,} a copy"
+    n = c["devices"]
+    chips = f"{n} chip" + ("s" if n > 1 else "")
+    return f"{_shape(c)} ({chips}), batch {c['batch']:,} a copy"
 
 
 def serving_lines(result: dict, top: int) -> list[str]:
