@@ -104,9 +104,13 @@ def _serving_cause(c: dict, best: dict) -> str:
     return "its prompts' pass takes longer a request"
 
 
+def _many(n: int, what: str) -> str:
+    return f"{n:,} {what}" + ("s" if n != 1 else "")
+
+
 def _unit(c: dict) -> str:
     n = c["devices"]
-    chips = f"{n} chip" + ("s" if n > 1 else "")
+    chips = _many(n, "chip")
     return f"{_shape(c)} ({chips}), batch {c['batch']:,} a copy"
 
 
@@ -115,11 +119,11 @@ def serving_lines(result: dict, top: int) -> list[str]:
     lines = []
     for i, c in enumerate(result["plans"][:top], 1):
         if c["kind"] == "aggregated":
-            head = f"#{i}  aggregated: {c['units']} units of {_unit(c)}"
+            head = f"#{i}  aggregated: {_many(c['units'], 'unit')} of {_unit(c)}"
         else:
             u = c["units"]
-            head = (f"#{i}  disaggregated: {u['prefill']} prefill units of "
-                    f"{_unit(c['prefill'])} and {u['decode']} decode units of "
+            head = (f"#{i}  disaggregated: {_many(u['prefill'], 'prefill unit')} of "
+                    f"{_unit(c['prefill'])} and {_many(u['decode'], 'decode unit')} of "
                     f"{_unit(c['decode'])} (the rates balance at "
                     f"{c['prefill_to_decode_chips']:.2f} prefill chips to 1 decode)")
         lines += [
