@@ -394,15 +394,17 @@ def _cost_lines(c: dict) -> list[str]:
     """The money and energy lines, each saying what kind of number it is."""
     lines = []
     if c["dollars_at_least"] is not None:
-        lines.append(f"Cost                        at least ${c['dollars_at_least']:,.0f} "
-                     "(the chip-hours at the price given)")
+        dollars = f"at least ${c['dollars_at_least']:,.0f}"
+        lines.append(f"Cost                        {dollars} (the chip-hours at the "
+                     "price given)")
     if c["kwh_at_board_power"] is not None:
         pue = f", times a PUE of {c['pue']:g}" if c["pue"] != 1 else ""
         kwh = c["kwh_at_board_power"]
         energy = f"{kwh / 1e3:,.1f} MWh" if kwh >= 1e3 else f"{kwh:,.1f} kWh"
-        lines.append(f"Energy                      {energy}: the chip-hours at the boards' full {c['board_power_w']:,.0f} "
-                     f"W{pue}, as model cards count it (not a bound: a board draws "
-                     "less, a real run takes longer)")
+        watts = f"{c['board_power_w']:,.0f} W"
+        lines.append(f"Energy                      {energy}: the chip-hours at the "
+                     f"boards' full {watts}{pue}, as model cards count it (not a "
+                     "bound: a board draws less, a real run takes longer)")
     return lines
 
 

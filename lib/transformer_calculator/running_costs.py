@@ -22,7 +22,8 @@ __all__ = ["RunningCosts", "running_costs", "chip_hours_per_million",
 MAX_PRICE = 1e4
 """Most dollars a chip-hour ``--price`` takes."""
 MAX_PUE = 3.0
-"""Largest power usage effectiveness ``--pue`` takes (1 is a building that adds none)."""
+"""Largest power usage effectiveness ``--pue`` takes (1: a building that adds
+none)."""
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,10 @@ machine, cp, pp, dp, and ep for a mixture of experts), the interleaved schedule 
 where the micro-batches are a multiple of the stages), the micro-batches, the ZeRO
 stages 3, 2 and 0 (``ZERO_STAGES``) and the weight formats allowed; for each it takes
 the least recomputation that fits, since recomputing more only adds time
-(``test_plan`` holds this against an enumeration of every choice). A structure whose lightest choice (most micro-batches,
-full recomputation, ZeRO 2 and 3) does not fit is dropped whole: those choices only
-take memory away. Every figure is ``splits.training_split``'s, a roofline floor.
+(``test_plan`` holds this against an enumeration of every choice). A structure
+whose lightest choice (most micro-batches, full recomputation, ZeRO 2 and 3) does not
+fit is dropped whole: those choices only take memory away. Every figure is
+``splits.training_split``'s, a roofline floor.
 """
 
 from __future__ import annotations
@@ -130,7 +131,8 @@ def _plans_of(model, chip, space, g, goal, fmt) -> list[dict]:
     """The fitting plans of one structure: each micro-batch count and ZeRO stage with
     the least recomputation that fits. Memory falls as the ZeRO stage or the
     recomputation rises, so the least recomputation that fits falls (or stays) as the
-    stage rises: walked from ZeRO 3 down, each stage starts where the one above ended."""
+    stage rises: walked from ZeRO 3 down, each stage starts where the one above
+    ended."""
     tp, cp, pp, dp, ep, v = g
     found = []
     stages = ZERO_STAGES if dp > 1 and ep <= tp else (0,)
