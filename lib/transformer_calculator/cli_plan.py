@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 
-from .cli_train import UsageError, _price, _pue
+from .cli_costs import price, pue
+from .cli_train import UsageError
 from .cli_values import ChipName, choice, typed, whole
 from .formats import CACHE_FORMATS
 from .planning import (ServingGoal, Space, TrainingGoal, serving_plans,
@@ -92,10 +93,10 @@ def add_plan_parser(commands, weight_choices: dict) -> None:
                    "(default: the model's own)")
     p.add_argument("--overlap", action="store_true", help="every plan hides each "
                    "collective under the arithmetic it can run beside (default: added)")
-    p.add_argument("--price", type=typed(_price), default=None, metavar="USD",
+    p.add_argument("--price", type=typed(price), default=None, metavar="USD",
                    help="dollars one chip-hour costs: plans ranked by dollars a "
                    "million tokens (at least)")
-    p.add_argument("--pue", type=typed(_pue), default=1.0, metavar="X",
+    p.add_argument("--pue", type=typed(pue), default=1.0, metavar="X",
                    help="the data centre's power usage effectiveness (default 1)")
     p.add_argument("--top", type=typed(lambda t: whole(t, 1, 1000)),
                    default=MOST_PLANS, metavar="K", help="plans the text shows "

@@ -5,7 +5,8 @@ prices each batch row with a draft (``speculative``) and says when it pays."""
 
 from __future__ import annotations
 
-from .cli_train import UsageError, _price, _pue
+from .cli_costs import price, pue
+from .cli_train import UsageError
 from .cli_values import fraction, typed, whole
 from .report_text import table
 from .running_costs import per_million_tokens
@@ -18,10 +19,10 @@ __all__ = ["add_report_extras", "with_extras", "extras_text"]
 def add_report_extras(p) -> None:
     """The report's ``--price``, ``--pue``, ``--draft``, ``--draft-tokens`` and
     ``--acceptance``."""
-    p.add_argument("--price", type=typed(_price), default=None, metavar="USD",
+    p.add_argument("--price", type=typed(price), default=None, metavar="USD",
                    help="dollars one chip-hour costs: dollars a million tokens at each "
                    "batch row (at least: the times are floors)")
-    p.add_argument("--pue", type=typed(_pue), default=None, metavar="X",
+    p.add_argument("--pue", type=typed(pue), default=None, metavar="X",
                    help="the data centre's power usage effectiveness: kilowatt-hours a "
                    "million tokens at the boards' full power, times X (default 1)")
     p.add_argument("--draft", default=None, metavar="CONFIG",
@@ -37,13 +38,13 @@ def add_report_extras(p) -> None:
 def _costs(result: dict, chip, args) -> dict:
     devices = result["split"]["split"]["devices"] if "split" in result else 1
     power = chip.facts.board_power_w if getattr(chip, "facts", None) else None
-    pue = args.pue or 1.0
+    factor = args.pue or 1.0
     rows = [{"context": r["context"], "batch": r["batch"], "fits": r["fits"],
              "tokens_per_s_per_chip": r["tokens_per_s"] / devices,
              **per_million_tokens(r["tokens_per_s"] / devices, args.price, power,
-                                  pue).as_dict()}
+                                  factor).as_dict()}
             for r in result["throughput"]]
-    return {"price_per_chip_hour": args.price, "pue": pue, "board_power_w": power,
+    return {"price_per_chip_hour": args.price, "pue": factor, "board_power_w": power,
             "devices": devices, "rows": rows}
 
 
