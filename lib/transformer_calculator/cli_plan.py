@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from .cli_costs import price, pue
-from .cli_train import UsageError
+from .cli_train import MAX_TRAINING_TOKENS, UsageError, _whole
 from .cli_values import ChipName, choice, typed, whole
 from .formats import CACHE_FORMATS
 from .planning import (ServingGoal, Space, TrainingGoal, serving_plans,
@@ -66,7 +66,7 @@ def add_plan_parser(commands, weight_choices: dict) -> None:
     p.add_argument("--chips", type=typed(lambda t: whole(t, 1, 4096)), required=True,
                    metavar="N", help="how many chips")
     whole_of = typed(whole)
-    p.add_argument("--tokens", type=whole_of, metavar="N",
+    p.add_argument("--tokens", type=_whole(1, MAX_TRAINING_TOKENS), metavar="N",
                    help="training: tokens of the whole run")
     p.add_argument("--seq-len", type=whole_of, metavar="N",
                    help="training: tokens a sequence")
