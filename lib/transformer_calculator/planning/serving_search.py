@@ -79,7 +79,17 @@ def _rows(model, chip, space, u, goal) -> tuple[dict, list[dict]] | None:
         return None
     if not f["weights_fit"]:
         return None
-    return f, f["requests"]
+    steps = {r["batch"]: r for r in f["throughput"]}
+    rows = [{**r, "step_by_cause_seconds": _causes(steps[r["batch"]])}
+            for r in f["requests"]]
+    return f, rows
+
+
+def _causes(row: dict) -> dict[str, float]:
+    """A decode step at the conversation's end by cause: the arithmetic, the reading
+    (the step waits on the slower), and the communication added."""
+    return {"arithmetic": row["arithmetic_seconds"], "reading": row["reading_seconds"],
+            "communication": row["communication_seconds"]}
 
 
 def _unit(u: dict, fmt: str, f: dict) -> dict:
@@ -107,6 +117,7 @@ def _aggregated(base: dict, rows: list[dict], goal: ServingGoal, chips: int) -> 
             "ttft_seconds_floor": r["first_token_seconds"],
             "tpot_seconds_floor": r["mean_step_seconds"],
             "request_seconds_floor": r["whole_seconds"],
+            "last_step_by_cause_seconds": r["step_by_cause_seconds"],
             "requests_per_s_per_chip": per_chip,
             "answer_tokens_per_s_per_chip": per_chip * goal.answer,
             "units": units_, "requests_per_s": per_chip * n * units_,
@@ -149,6 +160,7 @@ def _pair(p: tuple, d: tuple, goal: ServingGoal, chips: int) -> dict:
                                            db["memory_bytes_per_device"]),
             "ttft_seconds_floor": prow["first_token_seconds"],
             "tpot_seconds_floor": drow["mean_step_seconds"],
+            "last_step_by_cause_seconds": drow["step_by_cause_seconds"],
             "prefill_to_decode_chips": rd / rp,
             "requests_per_s_per_chip": per_chip,
             "answer_tokens_per_s_per_chip": per_chip * goal.answer,

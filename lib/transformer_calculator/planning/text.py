@@ -132,6 +132,10 @@ def serving_lines(result: dict, top: int) -> list[str]:
             f"weights; time to first token at least "
             f"{seconds_text(c['ttft_seconds_floor'])}, between tokens at least "
             f"{seconds_text(c['tpot_seconds_floor'])} (floors)",
+            "    a decode step at the answer's end: " + ", ".join(
+                f"{k} {seconds_text(v)}" for k, v in
+                c["last_step_by_cause_seconds"].items() if v)
+            + " (the step waits on the slower of the first two)",
             f"    at most {c['requests_per_s_per_chip']:,.3g} requests a second a chip "
             f"({c['answer_tokens_per_s_per_chip']:,.0f} answer tokens); these chips "
             f"serve at most {c['requests_per_s']:,.3g} a second"
