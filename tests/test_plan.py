@@ -101,6 +101,10 @@ def test_the_command_ranks_a_training_run_and_a_service(capsys):
                         "--ttft-ms", "500", "--tpot-ms", "30"]) == 0
     out = capsys.readouterr().out
     assert "#1" in out and "floor" in out and "requests a second a chip" in out
+    assert main(base + ["--prompt", "1000", "--answer", "200", "--rate", "5",
+                        "--ttft-ms", "500", "--tpot-ms", "30", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert {p["kind"] for p in r["plans"]} == {"aggregated", "disaggregated"}
 
 
 @pytest.mark.parametrize("extra", [
@@ -113,3 +117,48 @@ def test_bad_input_is_one_line_and_exit_2(extra, capsys):
     code = main(["plan", "llama-3-8b", "--chip", "h100-sxm", "--chips", "8", *extra])
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1
+
+
+def test_the_service_search_takes_the_best_batch_of_every_unit():
+    from transformer_calculator.planning import ServingGoal, serving_plans
+    from transformer_calculator.planning.serving_search import BATCHES, units
+    from transformer_calculator.report import Request
+    from transformer_calculator.serving import Serving
+    from transformer_calculator.splits import serving_split
+
+    model, _ = load_model("llama-3-8b")
+    space = Space(chips=4, machine=8, formats={"bf16": model}, links=LINKS)
+    goal = ServingGoal(prompt=1000, answer=100, rate=1.0, ttft_s=0.5, tpot_s=0.02)
+    best = 0.0
+    for u in units(model, space):  # every unit, every batch, by hand
+        s = Split(**u, **LINKS)
+        f = serving_split(model, H100, s, Serving(), (1000,), BATCHES, (1100,),
+                          (Request(1000, 100),))
+        for r in f["requests"]:
+            if (f["weights_fit"] and r["fits"] and r["first_token_seconds"] <= 0.5
+                    and r["mean_step_seconds"] <= 0.02):
+                best = max(best, u["dp"] * r["batch"] / r["whole_seconds"]
+                           / s.devices)
+    plans = serving_plans(H100, space, goal, disaggregate=False)["plans"]
+    assert best > 0 and plans[0]["requests_per_s_per_chip"] == pytest.approx(best)
+    for p in plans:  # every plan within the targets, its units filling the chips
+        assert p["ttft_seconds_floor"] <= 0.5 and p["tpot_seconds_floor"] <= 0.02
+        assert p["units"] * p["devices"] <= 4
+
+
+def test_disaggregated_chips_are_split_where_the_fewer_requests_is_most():
+    from transformer_calculator.planning.serving_search import _pair
+
+    goal = type("G", (), {"rate": 10.0, "answer": 100})()
+    prefill = ({"devices": 2, "weights": "bf16", "memory_bytes_per_device": 1},
+               (3.0, {"batch": 4, "first_token_seconds": 0.1,
+                      "step_by_cause_seconds": {}}))
+    decode = ({"devices": 3, "weights": "bf16", "memory_bytes_per_device": 1},
+              (1.0, {"batch": 64, "mean_step_seconds": 0.01,
+                     "step_by_cause_seconds": {}}))
+    got = _pair(prefill, decode, goal, 17)
+    hand = max((min(a * 2 * 3.0, b * 3 * 1.0), a, b) for a in range(1, 9)
+               for b in range(1, 6) if 2 * a + 3 * b <= 17)
+    assert got["requests_per_s"] == hand[0]
+    assert got["prefill_to_decode_chips"] == pytest.approx(1 / 3)
+    assert got["requests_per_s_per_chip"] == pytest.approx(1 / (1 / 3.0 + 1 / 1.0))
