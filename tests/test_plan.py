@@ -150,15 +150,18 @@ def test_disaggregated_chips_are_split_where_the_fewer_requests_is_most():
     from transformer_calculator.planning.serving_search import _pair
 
     goal = type("G", (), {"rate": 10.0, "answer": 100})()
-    prefill = ({"devices": 2, "weights": "bf16", "memory_bytes_per_device": 1},
+    unit = {"weights": "bf16", "weight_bytes_per_device": 10,
+            "prompt_cache_bytes_per_device": 1}
+    prefill = ({**unit, "devices": 2},
                (3.0, {"batch": 4, "first_token_seconds": 0.1,
                       "step_by_cause_seconds": {}}))
-    decode = ({"devices": 3, "weights": "bf16", "memory_bytes_per_device": 1},
+    decode = ({**unit, "devices": 3},
               (1.0, {"batch": 64, "mean_step_seconds": 0.01,
-                     "step_by_cause_seconds": {}}))
+                     "step_by_cause_seconds": {}, "memory_bytes_per_device": 12}))
     got = _pair(prefill, decode, goal, 17)
     hand = max((min(a * 2 * 3.0, b * 3 * 1.0), a, b) for a in range(1, 9)
                for b in range(1, 6) if 2 * a + 3 * b <= 17)
     assert got["requests_per_s"] == hand[0]
     assert got["prefill_to_decode_chips"] == pytest.approx(1 / 3)
     assert got["requests_per_s_per_chip"] == pytest.approx(1 / (1 / 3.0 + 1 / 1.0))
+    assert got["memory_bytes_per_device"] == max(10 + 4 * 1, 12)

@@ -80,7 +80,8 @@ def _rows(model, chip, space, u, goal) -> tuple[dict, list[dict]] | None:
     if not f["weights_fit"]:
         return None
     steps = {r["batch"]: r for r in f["throughput"]}
-    rows = [{**r, "step_by_cause_seconds": _causes(steps[r["batch"]])}
+    rows = [{**r, "step_by_cause_seconds": _causes(steps[r["batch"]]),
+             "memory_bytes_per_device": steps[r["batch"]]["memory_bytes_per_device"]}
             for r in f["requests"]]
     return f, rows
 
@@ -94,7 +95,8 @@ def _causes(row: dict) -> dict[str, float]:
 
 def _unit(u: dict, fmt: str, f: dict) -> dict:
     return {"weights": fmt, **u, "devices": u["tp"] * u["pp"] * u["dp"],
-            "memory_bytes_per_device": f["weight_bytes_per_device"],
+            "weight_bytes_per_device": f["weight_bytes_per_device"],
+            "prompt_cache_bytes_per_device": f["lengths"][0]["cache_bytes_per_device"],
             "notes": f["notes"]}
 
 
@@ -114,6 +116,7 @@ def _aggregated(base: dict, rows: list[dict], goal: ServingGoal, chips: int) -> 
     per_chip, r = best
     units_ = chips // n
     return {**base, "kind": "aggregated", "batch": r["batch"],
+            "memory_bytes_per_device": r["memory_bytes_per_device"],
             "ttft_seconds_floor": r["first_token_seconds"],
             "tpot_seconds_floor": r["mean_step_seconds"],
             "request_seconds_floor": r["whole_seconds"],
@@ -156,8 +159,8 @@ def _pair(p: tuple, d: tuple, goal: ServingGoal, chips: int) -> dict:
     return {"kind": "disaggregated", "weights": pb["weights"],
             "prefill": {**pb, "batch": prow["batch"]},
             "decode": {**db, "batch": drow["batch"]},
-            "memory_bytes_per_device": max(pb["memory_bytes_per_device"],
-                                           db["memory_bytes_per_device"]),
+            "memory_bytes_per_device": max(_prefill_memory(pb, prow["batch"]),
+                                           drow["memory_bytes_per_device"]),
             "ttft_seconds_floor": prow["first_token_seconds"],
             "tpot_seconds_floor": drow["mean_step_seconds"],
             "last_step_by_cause_seconds": drow["step_by_cause_seconds"],
@@ -168,9 +171,18 @@ def _pair(p: tuple, d: tuple, goal: ServingGoal, chips: int) -> dict:
             "requests_per_s": top[0], "meets_rate": top[0] >= goal.rate}
 
 
+def _prefill_memory(unit: dict, batch: int) -> int:
+    """Bytes the fullest device of a prefill unit holds: its weights and ``batch``
+    prompts' caches (handed on once written; the largest stage's of each, so at most
+    that where the stages differ)."""
+    return unit["weight_bytes_per_device"] + batch * unit[
+        "prompt_cache_bytes_per_device"]
+
+
 def rank_key(c: dict) -> tuple:
     """The ranking: plans that meet the rate first, then requests a second a chip, most
-    first, then less memory a device (a stable, stated order)."""
+    first, then less memory a device (weights and the batch's caches at the answer's
+    end, on the fullest device; a stable, stated order)."""
     return (not c["meets_rate"], -c["requests_per_s_per_chip"],
             c["memory_bytes_per_device"], c["kind"], c["weights"])
 

@@ -89,7 +89,7 @@ def why_serving(c: dict, best: dict) -> str:
     ratio = c["requests_per_s_per_chip"] / best["requests_per_s_per_chip"]
     if ratio >= 1:
         return (f"as many requests a second a chip as #1, with "
-                f"{bytes_text(c['memory_bytes_per_device'])} of weights a device")
+                f"{bytes_text(c['memory_bytes_per_device'])} a device")
     return (f"{1 - ratio:.0%} fewer requests a second a chip than #1: "
             + _serving_cause(c, best))
 
@@ -128,8 +128,8 @@ def serving_lines(result: dict, top: int) -> list[str]:
                     f"{c['prefill_to_decode_chips']:.2f} prefill chips to 1 decode)")
         lines += [
             head + f", {c['weights']} weights",
-            f"    memory a device {bytes_text(c['memory_bytes_per_device'])} of "
-            f"weights; time to first token at least "
+            f"    memory a device {bytes_text(c['memory_bytes_per_device'])} (weights "
+            f"and caches, the fullest device); time to first token at least "
             f"{seconds_text(c['ttft_seconds_floor'])}, between tokens at least "
             f"{seconds_text(c['tpot_seconds_floor'])} (floors)",
             "    a decode step at the answer's end: " + ", ".join(
