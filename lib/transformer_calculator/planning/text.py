@@ -130,8 +130,10 @@ def serving_lines(result: dict, top: int) -> list[str]:
             head + f", {c['weights']} weights",
             f"    memory a device {bytes_text(c['memory_bytes_per_device'])} (weights "
             f"and caches, the fullest device); time to first token at least "
-            f"{seconds_text(c['ttft_seconds_floor'])}, between tokens at least "
-            f"{seconds_text(c['tpot_seconds_floor'])} (floors)",
+            f"{seconds_text(c['ttft_seconds_floor'])}, " + (
+                f"between tokens at least {seconds_text(c['tpot_seconds_floor'])}"
+                if c["tpot_seconds_floor"] else "no step between tokens")
+            + " (floors)",
             "    a decode step at the answer's end: " + ", ".join(
                 f"{k} {seconds_text(v)}" for k, v in
                 c["last_step_by_cause_seconds"].items() if v)
