@@ -86,6 +86,7 @@ def test_llama_3_405b_published_plan_fits_and_ranks():
                  if (p["tp"], p["pp"], p["cp"], p["dp"]) == (8, 16, 1, 2)]
     assert published, "Llama 3's TP 8 x PP 16 should fit"
     assert all(plans[i]["memory_bytes"] <= H100.memory_bytes for i in published)
+    assert published[0] < len(plans) / 4  # and ranks in the top quarter of them
 
 
 @pytest.mark.slow(3)
