@@ -24,7 +24,7 @@ chip.
   splits would fit
 - ``planning/``, ``cli_plan``  the ``plan`` command: every split, schedule and format
   that fits a training run or a service on N chips, ranked
-- ``running_costs``, ``cli_costs``  money (at least) and energy (at board power) of a
+- ``running_costs``  money (at least) and energy (at board power) of a
   run or of a million tokens; ``speculative``, ``cli_report_extras``  a draft model's
   rounds priced as section 1.6 prices them, and the report's money and energy
 - ``report``, ``report_text``, ``cli``, ``cli_train``  the numbers for one model on one

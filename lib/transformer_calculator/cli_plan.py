@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import json
 
-from .cli_costs import price, pue
 from .cli_train import MAX_TRAINING_TOKENS, UsageError, _whole
-from .cli_values import ChipName, choice, typed, whole
+from .cli_values import ChipName, choice, price, pue, typed, whole
 from .formats import CACHE_FORMATS
 from .planning import (ServingGoal, Space, TrainingGoal, serving_plans,
                        training_plans)

@@ -5,9 +5,8 @@ prices each batch row with a draft (``speculative``) and says when it pays."""
 
 from __future__ import annotations
 
-from .cli_costs import price, pue
 from .cli_train import UsageError
-from .cli_values import fraction, typed, whole
+from .cli_values import fraction, price, pue, typed, whole
 from .report_text import table
 from .running_costs import per_million_tokens
 from .serving import served

@@ -12,10 +12,9 @@ from .activations import RECOMPUTE
 from .cli_splits import split_assumptions, split_given, split_of
 from .matrices import matrices
 from .estimate.report import at_peak, estimate_text, training_estimate
-from .cli_values import typed
+from .cli_values import price, pue, typed
 from .report_text import bytes_text, seconds_text, table
-from .cli_costs import cost_lines, price, pue
-from .running_costs import running_costs
+from .running_costs import cost_lines, running_costs
 from .splits import Split, chip_link, training_split
 from .splits.text import training_split_lines
 from .training import (

@@ -17,13 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = ["RunningCosts", "running_costs", "chip_hours_per_million",
-           "per_million_tokens", "MAX_PRICE", "MAX_PUE"]
+           "per_million_tokens", "cost_lines", "MAX_PRICE", "MAX_PUE"]
 
 MAX_PRICE = 1e4
 """Most dollars a chip-hour ``--price`` takes."""
 MAX_PUE = 3.0
-"""Largest power usage effectiveness ``--pue`` takes (1: a building that adds
-none)."""
+"""Largest power usage effectiveness ``--pue`` takes (1: a building that adds none)."""
 
 
 @dataclass(frozen=True)
@@ -70,3 +69,21 @@ def per_million_tokens(tokens_per_s_per_chip: float, price: float | None,
     tokens a second a chip: dollars at least, kilowatt-hours at board power."""
     return running_costs(chip_hours_per_million(tokens_per_s_per_chip), price,
                          board_power_w, pue)
+
+
+def cost_lines(c: dict) -> list[str]:
+    """The money and energy lines, each saying what kind of number it is."""
+    lines = []
+    if c["dollars_at_least"] is not None:
+        dollars = c["dollars_at_least"]
+        lines.append(f"Cost                        at least ${dollars:,.0f} (the "
+                     "chip-hours at the price given)")
+    if c["kwh_at_board_power"] is not None:
+        pue = f", times a PUE of {c['pue']:g}" if c["pue"] != 1 else ""
+        kwh = c["kwh_at_board_power"]
+        energy = f"{kwh / 1e3:,.1f} MWh" if kwh >= 1e3 else f"{kwh:,.1f} kWh"
+        watts = c["board_power_w"]
+        lines.append(f"Energy                      {energy}: the chip-hours at the "
+                     f"boards' full {watts:,.0f} W{pue}, as model cards count it (not "
+                     "a bound: a board draws less, a real run takes longer)")
+    return lines
