@@ -22,9 +22,14 @@ chip.
   data and context parallel): each device's share as a layout of its own, the
   collectives on the links of a machine and between machines, the schedules, and which
   splits would fit
+- ``planning/``, ``cli_plan``  the ``plan`` command: every split, schedule and format
+  that fits a training run or a service on N chips, ranked
+- ``running_costs``  money (at least) and energy (at board power) of a
+  run or of a million tokens; ``speculative``, ``cli_report_extras``  a draft model's
+  rounds priced as section 1.6 prices them, and the report's money and energy
 - ``report``, ``report_text``, ``cli``, ``cli_train``  the numbers for one model on one
   chip, and the command line (``python -m transformer_calculator report CONFIG.json``,
-  ``train``, ``check``, ``chips``, ``configs``)
+  ``train``, ``plan``, ``check``, ``chips``, ``configs``)
 - ``estimate/``    what a real engine is expected to take beside each floor: each kernel
   on its own roof at fractions of peak fitted to measured runs (stored as data)
 - ``measured_runs/``  the ``check`` command: measured runs written as options, their

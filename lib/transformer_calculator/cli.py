@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 
 from .chips import chips, derated, parse_accelerator
+from .cli_plan import add_plan_parser, run_plan
+from .cli_report_extras import add_report_extras, extras_text, with_extras
 from .cli_splits import (add_serving_split, add_split_options, split_given,
                          split_of, with_split_text)
 from .cli_train import UsageError, add_train_parser, run_train
@@ -175,6 +177,7 @@ def _report_parser(commands) -> None:
         action="store_true",
         help="print the numbers as JSON instead of a table",
     )
+    add_report_extras(rep)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -189,6 +192,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     _report_parser(commands)
     add_train_parser(commands, add_chip_options, add_format_options)
+    add_plan_parser(commands, WEIGHT_CHOICES)
     commands.add_parser(
         "configs", help="list the example configs shipped with the library",
         description="List the example config.json files shipped with the library: the "
@@ -328,9 +332,10 @@ def _report(args: argparse.Namespace) -> str:
             model, chip, split, args.context or (LENGTHS[1],),
             kwargs.get("requests", ()), args.batch or BATCHES, args.engine,
             args.engine_version)
+    result = with_extras(result, args, model, chip, engine, load_model)
     if args.json:
         return json.dumps(result, indent=2, allow_nan=False)
-    text = with_split_text(format_report(result), result)
+    text = extras_text(with_split_text(format_report(result), result), result)
     if "estimates" in result:
         head, _, tail = text.partition("\nAssumptions\n")
         text = "\n".join([head.rstrip("\n"), *serving_lines(result["estimates"]), "",
@@ -398,6 +403,8 @@ def main(argv: list[str] | None = None) -> int:
             text = _chips(args.json)
         elif args.command == "train":
             text = run_train(args, load_model, apply_formats, chip_of)
+        elif args.command == "plan":
+            text = run_plan(args, load_model, apply_formats)
         elif args.command == "check":
             from .measured_runs.command import run_check
 

@@ -1,6 +1,7 @@
-"""Money and energy of a training run: its chip-hours at a price a chip-hour, and its
-chips' boards at their published full power for the run's chip-hours (times a data
-centre's power usage effectiveness, PUE, when one is given).
+"""Money and energy of a training run, or of a million tokens served: its chip-hours
+at a price a chip-hour, and its chips' boards at their published full power for the
+run's chip-hours (times a data centre's power usage effectiveness, PUE, when one is
+given).
 
 Both rest on the chip-hours the command prints, which come from the roofline's floor
 (or the floor derated by hand): a real run takes longer, so the money is at least what
@@ -15,7 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["RunningCosts", "running_costs", "cost_lines", "MAX_PRICE", "MAX_PUE"]
+__all__ = ["RunningCosts", "running_costs", "chip_hours_per_million",
+           "per_million_tokens", "cost_lines", "MAX_PRICE", "MAX_PUE"]
 
 MAX_PRICE = 1e4
 """Most dollars a chip-hour ``--price`` takes."""
@@ -50,6 +52,24 @@ def running_costs(chip_hours: float, price: float | None, board_power_w: float |
     dollars = None if price is None else chip_hours * price
     kwh = None if board_power_w is None else chip_hours * board_power_w / 1e3 * pue
     return RunningCosts(dollars, kwh, board_power_w, pue)
+
+
+def chip_hours_per_million(tokens_per_s_per_chip: float) -> float:
+    """Chip-hours a million tokens take at ``tokens_per_s_per_chip`` tokens a second on
+    each chip."""
+    if not tokens_per_s_per_chip > 0:
+        raise ValueError(f"tokens a second must be positive, got "
+                         f"{tokens_per_s_per_chip}")
+    return 1e6 / tokens_per_s_per_chip / 3600
+
+
+def per_million_tokens(tokens_per_s_per_chip: float, price: float | None,
+                       board_power_w: float | None, pue: float = 1.0) -> RunningCosts:
+    """The ``running_costs`` of a million tokens made at ``tokens_per_s_per_chip``
+    tokens a second a chip: dollars at least, kilowatt-hours at board power."""
+    return running_costs(chip_hours_per_million(tokens_per_s_per_chip), price,
+                         board_power_w, pue)
+
 
 def cost_lines(c: dict) -> list[str]:
     """The money and energy lines, each saying what kind of number it is."""

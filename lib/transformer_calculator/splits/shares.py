@@ -68,18 +68,37 @@ def device_model(model: Model, s: Split) -> Model:
     the single stage when N_pp = 1)."""
     lay = model.layout
     physical = physical_experts(model, s)
-    blocks = tuple(
-        dataclasses.replace(b, mixer=_mixer(b.mixer, s.tp),
-                            ffn=_ffn(b.ffn, s, physical))
-        for b in lay.blocks
-    )
+    cut: dict = {}  # each distinct block cut once (layers repeat)
+    for b in lay.blocks:
+        if b not in cut:
+            cut[b] = dataclasses.replace(b, mixer=_mixer(b.mixer, s.tp),
+                                         ffn=_ffn(b.ffn, s, physical))
+    blocks = tuple(cut[b] for b in lay.blocks)
     layout = dataclasses.replace(lay, blocks=blocks, vocab=_cut(lay.vocab, s.tp))
     return dataclasses.replace(model, layout=layout)
+
+
+_MEMO: dict[tuple, tuple[Model, list[Model]]] = {}
+"""The stages of the splits last cut, by model and cut (a model is immutable, and is
+held here so that its id names it while it is): a search cuts one way many times."""
+
+MEMO_SIZE = 64
+"""Cuts the memo holds before it forgets the oldest."""
 
 
 def stage_models(model: Model, s: Split) -> list[Model]:
     """Each pipeline stage's device, first to last: its layers (``stage_layers``), the
     input table on the first, the output head and final normalisation on the last."""
+    key = (id(model), s.tp, s.pp, s.ep, s.copies_per_expert_group, s.stage_layers,
+           s.redundant_experts)
+    if key not in _MEMO:
+        if len(_MEMO) >= MEMO_SIZE:
+            del _MEMO[next(iter(_MEMO))]
+        _MEMO[key] = (model, _stage_models(model, s))
+    return list(_MEMO[key][1])
+
+
+def _stage_models(model: Model, s: Split) -> list[Model]:
     whole = device_model(model, s)
     if s.pp == 1:
         return [whole]
