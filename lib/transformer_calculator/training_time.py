@@ -14,7 +14,8 @@ read in each pass, the gradients written, and read back too when a later micro-b
 adds into them, the activations and the loss's logits written and read), then the
 optimizer's step once (its states, the master copy, the gradients and the weights
 read and written: bytes alone). The teaching formula ``training.step_phase_times``
-is this for the plain decoder in one micro-batch (test_training_agrees.py). Model-flops utilisation is the time the model's own
+is this for the plain decoder in one micro-batch (test_training_agrees.py).
+Model-flops utilisation is the time the model's own
 work (no recomputation, no dequantisation) would take at the chip's peak rates, the
 weight matrices at the rate their format multiplies at (fp8 weights at the chip's fp8
 peak), over the step's time: it can never pass 100 %.
