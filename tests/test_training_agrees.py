@@ -61,8 +61,8 @@ def _teaching(m: ta.ModelShape, batch, seq_len, recompute, dropout, gradients) -
 @given(**steps)
 def test_step_memory_agrees_part_by_part(m, batch, seq_len, recompute, dropout,
                                          gradients):
-    ours = memory.training_memory(
-        m, batch, seq_len, **_teaching(m, batch, seq_len, recompute, dropout, gradients))
+    options = _teaching(m, batch, seq_len, recompute, dropout, gradients)
+    ours = memory.training_memory(m, batch, seq_len, **options)
     t = Training(batch=batch, seq_len=seq_len, recompute=recompute, dropout=dropout,
                  gradients=gradients)
     calc = step_memory(model_of(m), t)
@@ -72,7 +72,8 @@ def test_step_memory_agrees_part_by_part(m, batch, seq_len, recompute, dropout,
     assert calc["float32 master weights"] == ours["master copy"]
     assert calc["gathered weights"] == 0
     assert calc["activations"] == ours["activations"]
-    loss = calc["logits"] + calc["float32 log-softmax"] + calc["float32 logit gradients"]
+    loss = (calc["logits"] + calc["float32 log-softmax"]
+            + calc["float32 logit gradients"])
     assert loss == ours["logits"]
     assert sum(calc.values()) == sum(ours.values())
 
@@ -101,7 +102,8 @@ def test_step_time_agrees(m, acc, batch, seq_len, recompute, dropout, gradients)
 @given(m=plain_shapes(), batch=st.integers(1, 64), seq_len=st.integers(1, 8192))
 def test_the_default_step_is_the_pages_today_with_the_loss_at_its_peak(m, batch,
                                                                        seq_len):
-    calc = sum(step_memory(model_of(m), Training(batch=batch, seq_len=seq_len)).values())
+    t = Training(batch=batch, seq_len=seq_len)
+    calc = sum(step_memory(model_of(m), t).values())
     ours = memory.training_memory(m, batch, seq_len,
                                   logit_bytes=memory.loss_bytes_per_logit(m))
     assert calc == sum(ours.values())
