@@ -65,7 +65,8 @@ def test_cache_per_token_and_per_conversation():
     assert memory.kv_bytes_per_token(M) == 98_304
     assert memory.kv_cache_bytes(M, 8192) == 768 * ta.MIB
     assert memory.kv_cache_bytes(M, 32768) == 3072 * ta.MIB
-    assert memory.kv_cache_bytes(M, 32768, window=1024) == 96 * ta.MIB
+    # a window of 1,024 positions: the 1,023 before the newest, all the next token reads
+    assert memory.kv_cache_bytes(M, 32768, window=1024) == 1023 * 98_304
     assert memory.kv_cache_bytes(M.__class__(**{**M.__dict__, "kv_heads": 4}), 8192) == 192 * ta.MIB
     assert round(memory.serving_bytes(M, 2048, 64) / ta.GIB, 2) == 12.63
 

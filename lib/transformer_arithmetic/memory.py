@@ -114,11 +114,14 @@ def kv_bytes_per_token(m: ModelShape) -> int:
 
 
 def kv_cache_bytes(m: ModelShape, tokens: int, window: int | None = None) -> int:
-    """Bytes of cache one conversation of ``tokens`` holds (only the last ``window`` if
-    set)."""
+    """Bytes of cache one conversation of ``tokens`` holds: every token's keys and
+    values, or under a ``window`` of W positions (a query sees itself and the W - 1
+    before it) the last W - 1 only, all the next token reads, as transformers'
+    ``DynamicSlidingWindowLayer`` keeps them (its static layer allocates W slots, one
+    for the incoming token, as a static cache does for full attention)."""
     tokens = checked_whole("tokens", tokens)
     if window is not None:
-        tokens = min(tokens, checked_whole("window", window, minimum=1))
+        tokens = min(tokens, checked_whole("window", window, minimum=1) - 1)
     return tokens * kv_bytes_per_token(m)
 
 
