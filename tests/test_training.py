@@ -158,6 +158,34 @@ def test_the_loss_at_its_peak_holds_b_plus_twelve_bytes_a_logit(dtype):
     assert tokens * m.vocab * 12 <= peak_bytes(dropped) <= tokens * m.vocab * 12 + small
 
 
+def test_a_whole_steps_peak_grows_with_the_vocabulary_by_the_loss_rule():
+    """A real forward and backward pass of the reference decoder in bfloat16, at two
+    vocabularies: the step's peak (in the loss's backward pass, every activation still
+    held) grows by exactly what the count says, the b + 12 bytes a logit; what the count
+    leaves out (normalisations' statistics, the token ids, the loss) does not grow."""
+    def peak_and_count(vocab):
+        shape = ta.ModelShape(layers=2, heads=4, head_dim=16, ffn_width=256, vocab=vocab,
+                              bytes_per_number=2)
+        torch.manual_seed(0)
+        model = Decoder(shape).to(torch.bfloat16).train()
+        tokens = torch.randint(0, vocab, (2, 32))
+
+        def step():
+            x = model.embed(tokens)
+            for block in model.blocks:
+                x = block(x)[0]
+            logits = model.head(model.norm(x))
+            F.cross_entropy(logits.float().flatten(0, 1), tokens.flatten()).backward()
+
+        parts = memory.training_memory(shape, 2, 32,
+                                       logit_bytes=memory.loss_bytes_per_logit(shape))
+        return peak_bytes(step), parts["activations"] + parts["logits"]
+
+    (small, small_count), (large, large_count) = peak_and_count(512), peak_and_count(4096)
+    assert large - small == large_count - small_count == 2 * 32 * (4096 - 512) * 14
+    assert 0 < small - small_count < 0.2 * small     # the few bytes a token left out
+
+
 def test_the_temperature_slope_is_what_autograd_finds():
     z = torch.tensor([2.59, 1.97, 1.69, 1.37, 0.74, 0.64, -2.61], dtype=torch.float64)
     for t in (0.5, 0.7, 1.0, 1.5):
