@@ -62,9 +62,9 @@ FOLLOWS = {
 
 def share(variant: str, notebooks: list[Path]) -> list[Path]:
     """The notebooks ``variant`` re-executes: in each chapter (sorted, its opening first), the
-    j-th notebook of the c-th chapter goes to variant (j + c) mod 3, so every chapter meets
-    every variant and the three openings go to three variants; all of them under
-    ``BOOK_SWAP_ALL=1``."""
+    j-th notebook of the c-th chapter goes to variant (j + c) mod the chapter's variants, so
+    every chapter meets every variant, and every opening (short, and the chapter's formula
+    sheet) goes to every variant it is meant for; all of them under ``BOOK_SWAP_ALL=1``."""
     def meant_for(name, chapter):
         wanted = swap.VARIANTS[name].chapters
         return not wanted or chapter.name in wanted
@@ -79,7 +79,8 @@ def share(variant: str, notebooks: list[Path]) -> list[Path]:
             continue
         own = sorted((md for md in notebooks if md.parent == chapter),
                      key=lambda md: (md.stem != "index", md.name))
-        mine += [md for j, md in enumerate(own) if (j + c) % len(names) == names.index(variant)]
+        mine += [md for j, md in enumerate(own)   # every opening: a chapter's formula sheet
+                 if md.stem == "index" or (j + c) % len(names) == names.index(variant)]
     return mine
 
 

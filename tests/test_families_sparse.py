@@ -81,3 +81,18 @@ def test_layers_are_read_as_published():
     mamba, _ = model_from_config(published("mamba-2.8b"))
     assert costs.cache_bytes_per_token(mamba) == 0
     assert costs.state_bytes(mamba) == 64 * 5120 * (4 * 4 + 16 * 4)  # filter at 4 bytes, summary in float32
+
+
+def test_kimi_k25s_text_model_is_deepseek_v3s_layout_as_transformers_builds_it():
+    """Kimi-K2.5's files need their own modelling code (``kimi_k25``, ``kimi_k2``), which is
+    never run here; its text model is DeepSeek-V3's architecture (its ``auto_map`` names
+    DeepSeek-V3's classes), so transformers' own DeepSeek-V3 built from its text config,
+    unquantized, is the reference for the calculator's count of the whole file."""
+    from test_families import unquantized
+
+    cfg = published("kimi-k2.5")
+    text = unquantized({**cfg["text_config"], "model_type": "deepseek_v3",
+                        "architectures": ["DeepseekV3ForCausalLM"]})
+    ours = model_from_config(unquantized(cfg), "kimi-k2.5")[0]
+    model = build(text)
+    assert costs.parameters(ours) == parameter_count(model)

@@ -80,11 +80,23 @@ def test_a_bad_row_is_one_line_naming_its_cause(tmp_path, row, reason):
     assert f"row 3 {bad['id']}: not expressed: " in text
 
 
-def test_attention_data_parallel_is_refused_until_it_is_expressible(tmp_path):
-    header = HEADER + ",attention_dp"
-    code, out, _ = run("check", table(tmp_path, GOOD + ",4", header=header), "--json")
-    assert json.loads(out)["runs"][0]["refused"].startswith(
-        "attention data parallel is not expressible yet")
+def test_attention_data_parallel_is_the_splits_dp_beside_its_ep():
+    """A row's attention_dp is the split's dp beside its ep: each rank holds the
+    splits package's own device (its share of the experts, the whole attention) and
+    decodes the row's batch, as the table's concurrency a rank says."""
+    from transformer_calculator.splits import Split, stage_models
+    header = HEADER.replace(",tp,", ",tp,ep,attention_dp,")
+    row = "m,report,gpt-oss-120b,h200,,,1,8,8,64,1024,256,trtllm,80,9"
+    (r,) = read_runs(header + "\n" + row + "\n")
+    s = serving_setup(r)
+    assert (s.split.tp, s.split.dp, s.split.ep, s.split.devices) == (1, 8, 8, 8)
+    plain = Split(tp=1, dp=8, ep=8, link=s.split.link, network=s.split.network,
+                  machine=s.split.machine)
+    (device,) = stage_models(s.model, plain)
+    assert s.stages == (device,)
+    assert floors.tpot_floor(s, 64) == request_times(device, s.chip, 1024, 256,
+                                                     64).mean_step
+    assert floors.running_batch(s) == 64
 
 
 @pytest.mark.parametrize("header, message", [

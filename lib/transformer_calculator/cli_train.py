@@ -12,9 +12,9 @@ from .activations import RECOMPUTE
 from .cli_splits import split_assumptions, split_given, split_of
 from .matrices import matrices
 from .estimate.report import at_peak, estimate_text, training_estimate
-from .cli_values import typed
+from .cli_values import price, pue, typed
 from .report_text import bytes_text, seconds_text, table
-from .running_costs import MAX_PRICE, MAX_PUE, running_costs
+from .running_costs import cost_lines, running_costs
 from .splits import Split, chip_link, training_split
 from .splits.text import training_split_lines
 from .training import (
@@ -211,10 +211,10 @@ def add_train_parser(commands, add_chip_options, add_format_options) -> None:
         metavar="N",
         help="training tokens for the time and chip-hours (default 1e9)",
     )
-    p.add_argument("--price", type=typed(_price), default=None, metavar="USD",
+    p.add_argument("--price", type=typed(price), default=None, metavar="USD",
                    help="dollars one chip-hour costs: the training tokens' cost, at "
                    "least (at the step time above)")
-    p.add_argument("--pue", type=typed(_pue), default=1.0, metavar="X",
+    p.add_argument("--pue", type=typed(pue), default=1.0, metavar="X",
                    help="the data centre's power usage effectiveness, its total power "
                    "over its computers' (default 1: the chips' boards alone)")
     p.add_argument("--json", action="store_true", help="print the numbers as JSON")
@@ -324,28 +324,6 @@ def _training(args, model) -> Training:
     )
 
 
-def _price(text: str) -> float:
-    """Dollars a chip-hour: a number in (0, MAX_PRICE]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"must be a number of dollars, got {text!r}") from None
-    if not 0 < value <= MAX_PRICE:
-        raise ValueError(f"must lie in (0, {MAX_PRICE:,.0f}], got {text!r}")
-    return value
-
-
-def _pue(text: str) -> float:
-    """A power usage effectiveness in [1, MAX_PUE]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"must be a number, got {text!r}") from None
-    if not 1 <= value <= MAX_PUE:
-        raise ValueError(f"must lie in [1, {MAX_PUE:g}], got {text!r}")
-    return value
-
-
 def run_train(args, load_model, apply_formats, chip_of) -> str:
     """Run the train command: its table or its JSON."""
     if args.lora_targets is not None and args.lora_rank is None:
@@ -390,22 +368,6 @@ def run_train(args, load_model, apply_formats, chip_of) -> str:
     )
 
 
-def _cost_lines(c: dict) -> list[str]:
-    """The money and energy lines, each saying what kind of number it is."""
-    lines = []
-    if c["dollars_at_least"] is not None:
-        lines.append(f"Cost                        at least ${c['dollars_at_least']:,.0f} "
-                     "(the chip-hours at the price given)")
-    if c["kwh_at_board_power"] is not None:
-        pue = f", times a PUE of {c['pue']:g}" if c["pue"] != 1 else ""
-        kwh = c["kwh_at_board_power"]
-        energy = f"{kwh / 1e3:,.1f} MWh" if kwh >= 1e3 else f"{kwh:,.1f} kWh"
-        lines.append(f"Energy                      {energy}: the chip-hours at the boards' full {c['board_power_w']:,.0f} "
-                     f"W{pue}, as model cards count it (not a bound: a board draws "
-                     "less, a real run takes longer)")
-    return lines
-
-
 def format_train(r: dict) -> str:
     """The train command's dictionary as a readable table."""
     t, a, m = r["training"], r["accelerator"], r["model"]
@@ -446,7 +408,7 @@ def format_train(r: dict) -> str:
           if r.get("estimate") else []),
         f"{t['tokens']:,} training tokens: {r['training_seconds'] / 86400:,.2f} days, "
         f"{r['chip_hours']:,.0f} chip-hours",
-        *_cost_lines(r["running_costs"]),
+        *cost_lines(r["running_costs"]),
         "",
         "Assumptions",
     ]

@@ -9,6 +9,7 @@ import difflib
 import re
 
 from .chips import chip, chip_note
+from .running_costs import MAX_PRICE, MAX_PUE
 
 __all__ = [
     "MAX_LIST", "MAX_TOKENS", "ChipName", "CommandParser", "choice", "fraction",
@@ -141,3 +142,24 @@ class CommandParser(argparse.ArgumentParser):
             if near and "argument command" in message:
                 return f"{message}: did you mean {near[0]}?"
         return message
+
+def price(text: str) -> float:
+    """Dollars a chip-hour: a number in (0, MAX_PRICE]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"must be a number of dollars, got {text!r}") from None
+    if not 0 < value <= MAX_PRICE:
+        raise ValueError(f"must lie in (0, {MAX_PRICE:,.0f}], got {text!r}")
+    return value
+
+
+def pue(text: str) -> float:
+    """A power usage effectiveness in [1, MAX_PUE]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"must be a number, got {text!r}") from None
+    if not 1 <= value <= MAX_PUE:
+        raise ValueError(f"must lie in [1, {MAX_PUE:g}], got {text!r}")
+    return value

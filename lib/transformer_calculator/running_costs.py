@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["RunningCosts", "running_costs", "MAX_PRICE", "MAX_PUE"]
+__all__ = ["RunningCosts", "running_costs", "cost_lines", "MAX_PRICE", "MAX_PUE"]
 
 MAX_PRICE = 1e4
 """Most dollars a chip-hour ``--price`` takes."""
 MAX_PUE = 3.0
-"""Largest power usage effectiveness ``--pue`` takes (1 is a building that adds none)."""
+"""Largest power usage effectiveness ``--pue`` takes (1: a building that adds none)."""
 
 
 @dataclass(frozen=True)
@@ -50,3 +50,20 @@ def running_costs(chip_hours: float, price: float | None, board_power_w: float |
     dollars = None if price is None else chip_hours * price
     kwh = None if board_power_w is None else chip_hours * board_power_w / 1e3 * pue
     return RunningCosts(dollars, kwh, board_power_w, pue)
+
+def cost_lines(c: dict) -> list[str]:
+    """The money and energy lines, each saying what kind of number it is."""
+    lines = []
+    if c["dollars_at_least"] is not None:
+        dollars = c["dollars_at_least"]
+        lines.append(f"Cost                        at least ${dollars:,.0f} (the "
+                     "chip-hours at the price given)")
+    if c["kwh_at_board_power"] is not None:
+        pue = f", times a PUE of {c['pue']:g}" if c["pue"] != 1 else ""
+        kwh = c["kwh_at_board_power"]
+        energy = f"{kwh / 1e3:,.1f} MWh" if kwh >= 1e3 else f"{kwh:,.1f} kWh"
+        watts = c["board_power_w"]
+        lines.append(f"Energy                      {energy}: the chip-hours at the "
+                     f"boards' full {watts:,.0f} W{pue}, as model cards count it (not "
+                     "a bound: a board draws less, a real run takes longer)")
+    return lines

@@ -85,15 +85,17 @@
   const DASHES = /^\s*-+(\s+-+)*\s*$/;
 
   // The text report is blocks of lines with a blank line between them: a table is a
-  // title, perhaps notes ("  - ..."), a header and a row of dashes whose runs give each
-  // column's exact span.
+  // title, perhaps indented notes ("  - ..." or "  links: ..."), a header and a row of
+  // dashes whose runs give each column's exact span.
   function parseReport(text) {
     const blocks = text.replace(/\s+$/, "").split(/\n[ \t]*\n/).map((b) => b.split("\n"));
     return blocks.map((lines) => {
+      // notes between the title and the header: indented lines, "- " items or not (a
+      // split's links and schedule)
       const dashes = lines.findIndex((line, i) => i >= 2 && DASHES.test(line)
-        && lines.slice(1, i - 1).every((l) => /^\s+- /.test(l)));
+        && lines.slice(1, i - 1).every((l) => /^\s+\S/.test(l)));
       if (dashes >= 2) {
-        const before = lines.slice(1, dashes - 1).map((l) => l.replace(/^\s+- /, ""));
+        const before = lines.slice(1, dashes - 1).map((l) => l.replace(/^\s+(- )?/, ""));
         lines = [lines[0], ...lines.slice(dashes - 1)];
         const spans = [...lines[2].matchAll(/-+/g)].map((m) => [m.index, m.index + m[0].length]);
         const cells = (line) => spans.map(([a, b]) => line.slice(a, b).trim());

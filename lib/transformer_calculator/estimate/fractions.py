@@ -7,9 +7,14 @@ Each value is named by a key: ``compute:{architecture}:{bf16|fp8|fp4}`` and
 cache), each the inverse of the fraction of peak reached (at least 1);
 ``layer:{engine}`` and ``step:{engine}`` (seconds a layer and a step that no roof
 holds), ``latency:{link}`` and ``link:{link}`` (multiples of the published step
-latency and of the link's bytes a second), and the request's terms
+latency and of the link's bytes a second), the request's terms
 (``interference``, ``first token``, ``queue``, ``queue power``,
-``disaggregated``). A key not fitted falls back to its ``any`` form (the geometric
+``disaggregated``), and training's
+(``train compute``, ``train read``; ``train tp link``, ``train pp link``,
+``train pp latency``, ``train dp link``: multiples of what the split counts on each
+link; ``train tp step:{pipelined|alone}``, ``train layer``, ``train fixed``: seconds
+a ring step, a layer and micro-batch, a step). A key not fitted falls back to its
+``any`` form (the geometric
 mean over what was fitted: an engine or a chip generation with no measured runs).
 The intervals (``intervals``) are the 10th and 90th percentiles of measured over
 estimated for the held-out runs of each regime, with their count.

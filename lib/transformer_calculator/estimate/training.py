@@ -1,27 +1,43 @@
 """A training step as it is expected to run, beside the step ``train`` computes (the
-floor): the slowest stage's multiplies and its reading, each on its own roof at the
-fitted fraction of peak, stretched by the pipeline's bubble, plus the collectives on
-the links they cross (tensor parallel within a machine; data parallel and pipeline
-sends over the network once the devices span machines) and a fixed time a step.
+floor), built from the split's own figures (``splits/training_split.py``,
+``splits/comm.py``) for the slowest stage:
+
+- its multiplies and reading, each on its own roof at the fitted fraction of peak,
+  stretched by the schedule's bubble (the other stages' share of a micro-batch's way
+  in and out, divided by the virtual stages);
+- every cost the stage pays a micro-batch, counted over its micro-batches and the
+  bubble's fill and drain alike: the tensor-parallel collectives of each layer (their
+  bytes on the link they cross, as ``tp_seconds`` counts them, and their ring steps,
+  each at a fitted time a step: a ring step waits on every member's launch, and waits
+  longer when the pipeline's receives keep the host from queueing work ahead), the
+  stage's own sends (their bytes and their latency, as ``pp_seconds`` counts them),
+  and a fixed time a layer (the kernels' launches);
+- the data-parallel reduction of the gradients once a step (``dp_seconds``), on the
+  link it crosses, at a fitted multiple (below 1 where it hides under the backward
+  pass);
+- a fixed time a step.
 """
 
 from __future__ import annotations
 
-import math
 import dataclasses
+import math
 from dataclasses import dataclass
 
-import published
-
 from ..chips import rate_for
-from ..training import trainable_parameters
 from ..training_time import micro_batch_bytes, optimizer_bytes, step_work
 from ..splits import stage_models
+from ..splits.comm import dp_seconds, pp_seconds, tp_seconds
+from ..splits.links import groups
 from .fractions import Fractions, fractions
 from .terms import Count, Roof, generation
 
 __all__ = ["TrainingParts", "training_parts", "training_step_seconds",
            "training_tokens_per_s"]
+
+_NONE = 1e-30
+"""A latency (or a time a byte) too small to count: the split's collectives priced
+for their bytes alone (or their latency alone)."""
 
 
 @dataclass(frozen=True)
@@ -36,17 +52,21 @@ class TrainingParts:
     bubble: float
 
 
-def _ring(link, n: int, nbytes: float, calls: float, kind: str, name: str,
-          what: str) -> list[Count]:
-    """``calls`` ring all-reduces of ``nbytes`` over ``n`` devices on ``link``: their
-    steps at its published latency and their bytes at its rate (fitted as ``what``:
-    ``train tp`` or ``train dp``)."""
-    if n <= 1:
-        return []
-    return [Count(f"{name} steps", calls * 2 * (n - 1) * link.step_latency_s,
-                  f"{what} latency:{kind}"),
-            Count(f"{name} bytes", calls * nbytes * 2 * (n - 1) / n
-                  / link.bytes_per_s_each_way, f"{what} link:{kind}")]
+def _only(split, what: str):
+    """``split`` with its links' latency (``what`` "bytes") or their time a byte
+    (``what`` "latency") set to nothing."""
+    def one(link):
+        if link is None:
+            return None
+        if what == "bytes":
+            return dataclasses.replace(link, step_latency_s=_NONE)
+        return dataclasses.replace(link, bytes_per_s=1 / _NONE)
+    return dataclasses.replace(split, link=one(split.link), network=one(split.network))
+
+
+def _kind(split, group: str) -> str:
+    """The link a group's collectives cross: ``network`` when it spans machines."""
+    return "network" if groups(split)[group].crosses else "nvlink"
 
 
 def training_parts(setup, figures: dict) -> TrainingParts:
@@ -66,38 +86,34 @@ def training_parts(setup, figures: dict) -> TrainingParts:
                         w.matrix / rate + w.other / chip.flops_per_s,
                         nbytes / chip.bytes_per_s,
                         f"train compute:{gen}", f"train read:{gen}")]
-    facts = chip.facts
-    domain = (facts.link_domain if facts and facts.link_domain else 8)
-    fast = published.link(facts.link) if facts and facts.link else None
-    net = published.link(facts.network) if facts and facts.network else fast
-    d, bpn = m.layout.width, m.bytes_per_number
-    tokens_mb = (t.batch // s.micro_batches) * t.seq_len
-    layers = len(st.layout.blocks)
-    if s.tp > 1 and fast is not None:  # two all-reduces a layer each way
-        link, kind = (fast, "nvlink") if s.tp <= domain else (net, "network")
-        terms += _ring(link, s.tp, tokens_mb * d * bpn, 4 * layers * s.micro_batches,
-                       kind, "tensor-parallel all-reduce", "train tp")
-    if s.dp > 1 and net is not None:
-        across = s.tp * s.pp * s.dp > domain
-        link, kind = (net, "network") if across else (fast, "nvlink")
-        grads = trainable_parameters(st, t) * bpn
-        terms += _ring(link, s.dp, grads, 1, kind, "data-parallel gradients",
-                       "train dp")
-    if s.pp > 1 and net is not None:
-        link, kind = (net, "network") if s.tp * s.pp > domain else (fast, "nvlink")
-        # a stage's own sends, forward and back, once a micro-batch and virtual
-        # stage (the stages send at once); a tensor-parallel share with sequence
-        # parallel (Megatron-LM's scatter-gather)
-        sends = 2 * s.micro_batches * s.virtual_stages
-        share = s.tp if s.sequence_parallel else 1
-        terms += [Count("pipeline sends", sends * tokens_mb * d * bpn / share
-                        / link.bytes_per_s_each_way, f"train pp link:{kind}"),
-                  Count("pipeline send steps", sends * link.step_latency_s,
-                        f"train pp latency:{kind}")]
-    terms.append(Count("a fixed time a layer and micro-batch",
-                       3 * layers * s.micro_batches, f"train layer:{gen}"))
-    terms.append(Count("a fixed time a step", 1.0, f"train fixed:{gen}"))
     bubble = figures["bubble_seconds"] / max(figures["arithmetic_seconds"], 1e-30)
+    # every micro-batch's own costs, over the micro-batches and the fill and drain
+    passes = s.micro_batches * (1 + bubble)
+    tokens_mb = (t.batch // s.micro_batches) * t.seq_len / s.cp
+    layers = len(st.layout.blocks)
+    linked = s.link is not None
+    if s.tp > 1 and linked:
+        kind = _kind(s, "tp")
+        waits = "pipelined" if s.pp > 1 else "alone"
+        terms += [
+            Count("tensor-parallel bytes", passes * tp_seconds(
+                m, _only(s, "bytes"), tokens_mb, layers, 2), f"train tp link:{kind}"),
+            Count("tensor-parallel ring steps",
+                  passes * 2 * 2 * layers * 2 * (s.tp - 1), f"train tp step:{waits}")]
+    if s.pp > 1 and linked:
+        kind = _kind(s, "pp")
+        terms += [
+            Count("pipeline send bytes", passes * pp_seconds(
+                m, _only(s, "bytes"), tokens_mb, 2), f"train pp link:{kind}"),
+            Count("pipeline send latency", passes * pp_seconds(
+                m, _only(s, "latency"), tokens_mb, 2), f"train pp latency:{kind}")]
+    if s.dp > 1 and linked:
+        grads = math.fsum(dp_seconds(st, s, whole).values())
+        terms.append(Count("data-parallel gradients", grads,
+                           f"train dp link:{_kind(s, 'dp')}"))
+    terms.append(Count("a fixed time a layer and micro-batch", passes * layers,
+                       f"train layer:{gen}"))
+    terms.append(Count("a fixed time a step", 1.0, f"train fixed:{gen}"))
     per_chip = figures["tokens_per_s"] / s.devices
     tokens = t.batch * t.seq_len * s.dp / s.devices
     return TrainingParts(per_chip, tokens, tuple(terms), bubble)

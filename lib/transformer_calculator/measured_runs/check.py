@@ -72,10 +72,13 @@ def _serving(run: Run, fr: Fractions) -> dict:
                                   tpot_seconds(p, fr) * 1e3, fr, "ms", "least")
     ttft = estimate_with_interval("ttft_ms", engine, floors.ttft_floor(s) * 1e3,
                                   ttft_seconds(p, fr) * 1e3, fr, "ms", "least")
-    per_chip = 1e3 / s.split.devices  # tokens a second a chip from ms between tokens
+    # tokens a second a chip from ms between tokens: each attention-data-parallel
+    # rank runs its own conversations
+    per_chip = 1e3 * s.split.dp / s.split.devices
     rate = Estimate(  # the running conversations' tokens a second: the most possible
         "tokens_per_s_per_chip", "tokens/s/chip", "most",
-        running / floor / s.split.devices, p.running / tpot.estimate * per_chip,
+        running * s.split.dp / floor / s.split.devices,
+        p.running / tpot.estimate * per_chip,
         p.running / tpot.high * per_chip, p.running / tpot.low * per_chip, tpot.share,
         tpot.runs, tpot.regime)
     for est in (tpot, ttft, rate):

@@ -115,6 +115,10 @@ def _split(r: dict, prefix: str, model: str) -> tuple[dict, str | None]:
     if moe_tp * ep != tp * adp:
         return out, (f"the experts' split (moe tp {moe_tp} x ep {ep}) does not cover "
                      f"the attention's tp {tp} x attention dp {adp}")
+    if adp > 1 and moe_tp > tp:
+        return out, (f"experts cut by tensor parallel across attention-data-parallel "
+                     f"ranks (moe tp {moe_tp} over attention tp {tp} x dp {adp}) are "
+                     "not expressible yet")
     out["ep"] = str(ep)
     return out, None
 

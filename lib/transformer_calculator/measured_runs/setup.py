@@ -130,18 +130,18 @@ def _split(run: Run, model: Model, c: Chip, tp: str, ep: str, dp: int) -> Split:
 def serving_setup(run: Run) -> ServingSetup:
     """The serving run ``run`` as counted, or a ValueError naming the option that
     cannot be taken."""
-    for name in ("attention_dp", "prefill_attention_dp"):
-        if (_whole(run, name, 1) or 1) > 1:
-            raise ValueError("attention data parallel is not expressible yet "
-                             f"({name} {run.options[name]})")
     weights = _choice(run, "weights", WEIGHT_CHOICES)
     experts = _choice(run, "expert_weights", WEIGHT_CHOICES)
     cache = _choice(run, "kv_dtype", CACHE_FORMATS)
     model, notes = _formatted(run.options["model"], weights, experts, cache, True)
     c = _chip(run)
-    split = _split(run, model, c, "tp", "ep", _whole(run, "dp", 1))
+    # attention data parallel: the split's dp beside its ep, each rank carrying the
+    # run's batch (the table's concurrency is a rank's)
+    split = _split(run, model, c, "tp", "ep", _whole(run, "attention_dp", 1)
+                   * _whole(run, "dp", 1))
     disaggregated = "prefill_tp" in run.options
-    prefill = _split(run, model, c, "prefill_tp", "prefill_ep", 1) if disaggregated \
+    prefill = _split(run, model, c, "prefill_tp", "prefill_ep",
+                     _whole(run, "prefill_attention_dp", 1)) if disaggregated \
         else split
     engine = _choice(run, "engine", ENGINES)
     prompt, answer = _whole(run, "prompt"), _whole(run, "answer")
