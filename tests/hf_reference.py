@@ -37,6 +37,33 @@ PUBLISHED = sorted({p.stem for p in CONFIGS.glob("*.json")}
 """Every published config checked against transformers in its own format (a shipped copy with
 its published quantization_config is checked as the file it copies, test_families.py)."""
 
+def language_config(cfg: dict) -> dict:
+    """The config transformers builds the language model of ``cfg`` from: ``cfg``
+    itself, or for a vision-language file with no causal model of its own (Kimi K2.5's
+    ``kimi_k25``), the text config transformers' own config class makes of it
+    (``deepseek_v3``), without the file's pointers to remote code."""
+    names = transformers.models.auto.modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    if cfg["model_type"] in names or "text_config" not in cfg:
+        return cfg
+    local = {k: v for k, v in cfg.items() if k != "auto_map"}
+    text = hf_config(local).get_text_config(decoder=True)
+    return {k: v for k, v in text.to_dict().items() if k != "auto_map"}
+
+
+def is_sparse(name: str) -> bool:
+    """Whether the published config ``name`` holds experts, latent attention or
+    running-summary layers, as the calculator reads it (test_families_sparse.py checks
+    those, test_families.py the dense rest)."""
+    from transformer_calculator.config import model_from_config
+    from transformer_calculator.feedforward import Experts
+    from transformer_calculator.mixers import LatentAttention, Mamba, Mamba2
+
+    model, _ = model_from_config(published(name), name)
+    return any(isinstance(b.ffn, Experts)
+               or isinstance(b.mixer, (LatentAttention, Mamba, Mamba2))
+               for b in model.layout.blocks)
+
+
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
 _S = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,

@@ -67,11 +67,12 @@ def test_sequence_parallel_cuts_every_activation_by_tp(t):
 
 def test_dropout_adds_korthikantis_masks():
     """With dropout a layer keeps one-byte masks after attention and after the feed-forward
-    part (2 sbh: Korthikanti's 34 sbh instead of 32) and over the grid where it is kept
-    (a s^2 b)."""
+    part (2 sbh: Korthikanti's 34 sbh instead of 32) and, where the grid is kept, the
+    grid's mask and dropout's output over it (3 a s^2 b at two bytes a number: his 5 a s
+    / h with the grid itself)."""
     m = ModelShape(layers=1, heads=4, head_dim=16, ffn_width=256, vocab=64)
     model, s, b = model_of(m), 32, 2
-    for recompute, grid in (("selective", 0), ("none", m.heads * s)):
+    for recompute, grid in (("selective", 0), ("none", m.heads * s * 3)):
         plain = activation_bytes(model, b, s, recompute)
         masked = activation_bytes(model, b, s, recompute, dropout=True)
         assert masked - plain == b * s * (2 * m.width + grid)

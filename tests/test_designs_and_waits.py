@@ -180,7 +180,14 @@ def test_full_attention_is_the_books_decode_step():
 def test_held_bytes_against_real_tensors():
     grouped = designs.Design("grouped", "attention", kv_heads=4)
     assert designs.held_bytes(grouped, M, 100) == 100 * R.cache_bytes_per_token(dataclasses.replace(M, kv_heads=4))
-    assert designs.held_bytes(WINDOW, M, 32768) == 1024 * R.cache_bytes_per_token(M)
+    # transformers' sliding-window cache layer, fed a prompt past its window, keeps W - 1
+    from transformers.cache_utils import DynamicSlidingWindowLayer
+    layer = DynamicSlidingWindowLayer(sliding_window=WINDOW.window)
+    keys = torch.zeros(1, M.kv_heads, 2000, M.head_dim, dtype=torch.bfloat16)
+    layer.update(keys, keys.clone())
+    kept = layer.keys.numel() * layer.keys.element_size() * 2          # keys and values
+    assert designs.held_bytes(WINDOW, M, 32768) == designs.held_bytes(WINDOW, M, 2000) \
+        == M.layers * kept == 1023 * R.cache_bytes_per_token(M)
     state = torch.zeros(M.layers, M.width, 16, dtype=torch.bfloat16)
     assert designs.held_bytes(SUMMARY, M, 32768) == state.numel() * state.element_size()
     last_inputs = torch.zeros(M.layers, 2, M.width, dtype=torch.bfloat16)

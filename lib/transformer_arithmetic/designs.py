@@ -208,8 +208,8 @@ def _token_flops(d: Design, m: ModelShape, context: int) -> int:
     s = _shape_for(d, m)
     weights = 2 * parameter_count(m)
     if d.kind == "attention":
-        return weights + decode_pair_flops(
-            s, n if d.window is None else min(n, d.window)
+        return weights + decode_pair_flops(   # a window's W - 1 earlier positions
+            s, n if d.window is None else min(n, d.window - 1)
         )
     if d.kind == "hybrid":
         one = replace(s, layers=1)

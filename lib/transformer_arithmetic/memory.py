@@ -23,6 +23,7 @@ __all__ = [
     "hybrid_cache_bytes",
     "layer_activation_bytes",
     "activation_bytes",
+    "top_activation_bytes",
     "logits_bytes",
     "packed_bits_per_weight",
     "loss_bytes_per_logit",
@@ -83,9 +84,11 @@ def training_memory(
     gradients at ``gradient_bytes`` (None: as the weights); the optimiser's
     ``optimizer_states`` numbers per parameter at ``state_bytes``; a master copy of the
     weights at ``master_bytes`` (none when the weights are already held in that many
-    bytes or more); the activations kept for the backward pass (``activation_bytes``;
-    by default as today's training keeps them: no dropout, score grids never stored);
-    and the logits the loss reads (``logits_bytes`` at ``logit_bytes``)."""
+    bytes or more); the activations kept for the backward pass (every layer's,
+    ``activation_bytes``, by default as today's training keeps them: no dropout, score
+    grids never stored; and the inputs of the final norm and the output layer,
+    ``top_activation_bytes``); and the logits the loss reads (``logits_bytes`` at
+    ``logit_bytes``; ``loss_bytes_per_logit`` for the loss's peak)."""
     p = parameter_count(m)
     checked_whole("optimizer_states", optimizer_states)
     checked_whole("state_bytes", state_bytes, minimum=1)
@@ -99,7 +102,8 @@ def training_memory(
         "master copy": p * master_bytes if master_bytes > m.bytes_per_number else 0,
         "activations": activation_bytes(
             m, batch, seq_len, keep_scores=keep_scores, dropout=dropout
-        ),
+        )
+        + top_activation_bytes(m, batch, seq_len),
         "logits": logits_bytes(m, batch, seq_len, logit_bytes),
     }
 
@@ -110,11 +114,14 @@ def kv_bytes_per_token(m: ModelShape) -> int:
 
 
 def kv_cache_bytes(m: ModelShape, tokens: int, window: int | None = None) -> int:
-    """Bytes of cache one conversation of ``tokens`` holds (only the last ``window`` if
-    set)."""
+    """Bytes of cache one conversation of ``tokens`` holds: every token's keys and
+    values, or under a ``window`` of W positions (a query sees itself and the W - 1
+    before it) the last W - 1 only, all the next token reads, as transformers'
+    ``DynamicSlidingWindowLayer`` keeps them (its static layer allocates W slots, one
+    for the incoming token, as a static cache does for full attention)."""
     tokens = checked_whole("tokens", tokens)
     if window is not None:
-        tokens = min(tokens, checked_whole("window", window, minimum=1))
+        tokens = min(tokens, checked_whole("window", window, minimum=1) - 1)
     return tokens * kv_bytes_per_token(m)
 
 
@@ -241,6 +248,15 @@ def activation_bytes(
     return m.layers * sum(per_layer.values())
 
 
+def top_activation_bytes(m: ModelShape, batch: int, seq_len: int) -> int:
+    """Bytes kept above the last layer for the backward pass: the final
+    normalisation's input and the output layer's input, a width-d vector each for
+    every position, at ``m.bytes_per_number`` bytes."""
+    batch = checked_whole("batch", batch, minimum=1)
+    seq_len = checked_whole("seq_len", seq_len, minimum=1)
+    return 2 * batch * seq_len * m.width * m.bytes_per_number
+
+
 def logits_bytes(
     m: ModelShape, batch: int, seq_len: int, bytes_per_number: int = 4
 ) -> int:
@@ -267,7 +283,9 @@ def packed_bits_per_weight(
 
 
 def loss_bytes_per_logit(m: ModelShape) -> int:
-    """Bytes each logit costs at the loss's peak in mixed precision: the logit at
-    ``m.bytes_per_number``, the 4-byte log-chance the loss keeps for the backward pass,
-    and that log-chance's 4-byte gradient."""
-    return m.bytes_per_number + 4 + 4
+    """Bytes each logit costs at the loss's peak, ``cross_entropy(logits.float())``
+    in the backward pass: the logit at ``m.bytes_per_number`` (still held by the
+    training loop), the 4-byte log-chance the loss kept, the 4-byte gradient arriving
+    at it and the 4-byte gradient it hands back (the forward's 4-byte upcast copy is
+    freed by then). A loop that drops its logits before the backward pass holds 12."""
+    return m.bytes_per_number + 4 + 4 + 4

@@ -29,7 +29,8 @@ its input (gate and up) and recomputes the activated gate in the backward pass, 
 Megatron-LM's bias-SwiGLU does: three inner vectors a token instead of four.
 
 With ``dropout`` the step also keeps a one-byte mask a number after attention and after
-the feed-forward part, and over the grid where the grid is kept (Korthikanti's count);
+the feed-forward part, and where the grid is kept, the grid's mask and dropout's output
+over it (Korthikanti's count: 5 a s / h of his 34 + 5 a s / h at two bytes a number);
 today's large models train without dropout, the default. The teaching formula
 ``memory.layer_activation_bytes`` is this count for the plain decoder (a plain layout
 without dropout equals it without its masks). Small per-token statistics (a
@@ -181,14 +182,14 @@ def _lora_numbers(block: Block, rank: int, names: tuple[str, ...]) -> int:
 
 
 def _mask_bytes(
-    block: Block, width: int, seq_len: int, recompute: str
+    block: Block, width: int, seq_len: int, recompute: str, bpn: int
 ) -> tuple[int, int]:
-    """(d-wide, grid) bytes of one-byte dropout masks a token keeps in ``block``:
-    after attention and after the feed-forward part, and over the grid where it is
-    kept."""
+    """(d-wide, grid) bytes dropout adds a token in ``block``: a one-byte mask after
+    attention and after the feed-forward part, and where the grid is kept, its mask
+    and its output (``bpn`` bytes a score) over the grid."""
     if recompute == "full":
         return 0, 0
-    grid = block.mixer.heads * seq_len if recompute == "none" else 0
+    grid = block.mixer.heads * seq_len * (1 + bpn) if recompute == "none" else 0
     return 2 * width, grid
 
 
@@ -226,7 +227,7 @@ def activation_bytes(
             c += _kv_numbers(block) * (shares.context - 1)
         cut, wide, f32 = cut + c, wide + w, f32 + n32
         if dropout:
-            d_wide, grid = _mask_bytes(block, layout.width, seq_len, recompute)
+            d_wide, grid = _mask_bytes(block, layout.width, seq_len, recompute, bpn)
             masks += d_wide / shares.sequence + grid
     wide += 2 * layout.width if layout.head else 0  # the final norm's, the head's input
     wide += layout.width if layout.embedding_norm else 0

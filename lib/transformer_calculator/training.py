@@ -18,11 +18,16 @@ the plain decoder, carried over the layout):
 - activations kept for the backward pass (``activations.py``) of one micro-batch: a step
   of ``batch`` sequences cut into ``micro_batches`` runs them one after another and
   adds up their gradients (gradient accumulation), taking the optimizer's step once;
-- the logits (the head's output), and at the loss, the step's peak, the float32 copy of
-  them the loss reads (the upcast ``cross_entropy(logits.float())`` makes, alive while
-  the loss is taken) and the float32 softmax it keeps for the backward pass: 10 bytes a
-  logit at 16-bit (Megatron-LM's and nanotron's vocabulary-parallel losses, and
-  transformers' own, each hold the three at once).
+- the logits (the head's output), and at the loss's peak, in the backward pass of
+  ``cross_entropy(logits.float())``, the float32 log-softmax the loss kept, the float32
+  gradient arriving at it and the float32 gradient it hands back: b + 12 bytes a logit
+  (14 at 16-bit; the forward's float32 upcast copy, b + 8, is freed by then). This is
+  what PyTorch holds when the loop keeps its logits through the backward pass, as
+  nanoGPT's does (measured with PyTorch's profiler in test_training.py); a loop that
+  drops them first (transformers' Trainer) holds 12, and a fused loss that turns the
+  float32 copy into the softmax in place (Megatron-LM's and nanotron's
+  vocabulary-parallel losses) fewer. The teaching formula is
+  ``memory.training_memory`` with ``logit_bytes=memory.loss_bytes_per_logit(m)``.
 
 ZeRO (Rajbhandari et al., 2020) splits the optimizer states and master copy across the
 N_dp devices from stage 1 on, the gradients too from stage 2, the weights too at stage 3
@@ -304,10 +309,10 @@ def step_memory(model: Model, t: Training) -> dict[str, float]:
             )
         ),
         "logits": float(logits_bytes(model, 1, tokens)) if model.layout.head else 0.0,
-        "float32 logits": float(softmax_bytes(model, 1, tokens))
-        if model.layout.head and bpn < 4
+        "float32 log-softmax": float(softmax_bytes(model, 1, tokens))
+        if model.layout.head
         else 0.0,
-        "float32 softmax": float(softmax_bytes(model, 1, tokens))
+        "float32 logit gradients": float(2 * softmax_bytes(model, 1, tokens))
         if model.layout.head
         else 0.0,
     }

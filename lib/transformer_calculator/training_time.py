@@ -10,9 +10,12 @@ teaching formula ``training.step_flops`` is this count for the plain decoder.
 
 Time, on the roofline: a step of ``micro_batches`` micro-batches runs each one's
 forward and backward pass (the slower of its arithmetic and its bytes: the weights
-read in each pass, the gradients added into, the activations written and read), then
-the optimizer's step once (its states, the master copy, the gradients and the weights
-read and written: bytes alone). Model-flops utilisation is the time the model's own
+read in each pass, the gradients written, and read back too when a later micro-batch
+adds into them, the activations and the loss's logits written and read), then the
+optimizer's step once (its states, the master copy, the gradients and the weights
+read and written: bytes alone). The teaching formula ``training.step_phase_times``
+is this for the plain decoder in one micro-batch (test_training_agrees.py).
+Model-flops utilisation is the time the model's own
 work (no recomputation, no dequantisation) would take at the chip's peak rates, the
 weight matrices at the rate their format multiplies at (fp8 weights at the chip's fp8
 peak), over the step's time: it can never pass 100 %.
@@ -107,15 +110,19 @@ def step_work(model: Model, t: Training) -> StepWork:
     return StepWork(matrix=matrix, other=other, model=own, model_matrix=own_matrix)
 
 
-def micro_batch_bytes(model: Model, t: Training) -> float:
+def micro_batch_bytes(model: Model, t: Training, adding: bool = False) -> float:
     """Bytes one micro-batch's forward and backward passes read and write: the
     weights read in each pass (once more under full recomputation), the gradients
-    written and read (added into), the activations written and read."""
+    written (and read, when ``adding`` into an earlier micro-batch's), the activations
+    and the loss's logits (its log-softmax and their gradients) written and read."""
     part = step_memory(model, t)
     weights = part["weights"] + part["gathered weights"]
     passes = 3 if t.recompute == "full" else 2
     grads = part["gradients"] + part["float32 gradients"]
-    return passes * weights + 2 * grads + 2 * part["activations"]
+    loss = (part["logits"] + part["float32 log-softmax"]
+            + part["float32 logit gradients"])
+    return (passes * weights + (2 if adding else 1) * grads
+            + 2 * part["activations"] + 2 * loss)
 
 
 def optimizer_bytes(model: Model, t: Training) -> float:
@@ -133,14 +140,16 @@ def _rate_ratio(model: Model, acc: Accelerator) -> float:
     return acc.flops_per_s / matrix_flops_per_s(acc, model.weights.fp8_compute)
 
 
-def pass_time(model: Model, acc: Accelerator, t: Training) -> float:
+def pass_time(
+    model: Model, acc: Accelerator, t: Training, adding: bool = False
+) -> float:
     """Seconds of one micro-batch's forward and backward pass on the roofline: the
     slower of its arithmetic (the base matrices at the rate their format multiplies
-    at) and its bytes."""
+    at) and its bytes (``adding``: its gradients added into an earlier one's)."""
     one = dataclasses.replace(t, batch=t.micro_batch, micro_batches=1)
     w = step_work(model, one)
     work = w.matrix * _rate_ratio(model, acc) + w.other
-    return roofline_time(work, micro_batch_bytes(model, one), acc)
+    return roofline_time(work, micro_batch_bytes(model, one, adding), acc)
 
 
 def optimizer_time(model: Model, acc: Accelerator, t: Training) -> float:
@@ -150,8 +159,10 @@ def optimizer_time(model: Model, acc: Accelerator, t: Training) -> float:
 
 def step_time(model: Model, acc: Accelerator, t: Training) -> float:
     """Seconds of one step on the roofline: each micro-batch's forward and backward
-    pass (``pass_time``), then the optimizer's step (``optimizer_time``)."""
-    return t.micro_batches * pass_time(model, acc, t) + optimizer_time(model, acc, t)
+    pass (``pass_time``; every one after the first adds into the gradients), then the
+    optimizer's step (``optimizer_time``)."""
+    later = (t.micro_batches - 1) * pass_time(model, acc, t, adding=True)
+    return pass_time(model, acc, t) + later + optimizer_time(model, acc, t)
 
 
 def _peak(acc: Accelerator) -> float:

@@ -80,7 +80,7 @@ def tiles_touched(tokens: int, tile: int, window: int | None) -> int:
 CHECKS = {
     "ans_cut_window_share": lambda g: window_share(g["ex_cut_rows"], g["ex_cut_window"]),
     "ans_cut_window_bytes": lambda g: real_cache_bytes_per_token(ta.EXAMPLE_MODEL)
-    * min(g["ex_cut_rows"], g["ex_cut_window"]),
+    * min(g["ex_cut_rows"], g["ex_cut_window"] - 1),   # transformers' sliding layer: W - 1
     "ans_cut_backward_ops": lambda g: backward_again(g)[0],
     "ans_cut_backward_share": lambda g: backward_again(g)[0] / backward_again(g)[1],
     "ans_cut_backward_ms": lambda g: backward_again(g)[0] / ta.EXAMPLE_ACCELERATOR.flops_per_s * 1e3,

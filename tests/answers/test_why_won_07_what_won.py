@@ -35,8 +35,9 @@ def pair_ops(layers: int, earlier: int) -> int:
 def window(g):
     """(bytes held, ms a token kernel by kernel, conversations that fit) with a window of W."""
     W = g["ex_won_window"]
-    held = min(g["long_ctx"], W) * cache_bytes_per_token(PLAIN)
-    ms = kernels_decode(PLAIN, A, min(g["long_ctx"], W)) * 1e3   # the cache read stops at W
+    kept = min(g["long_ctx"], W - 1)  # transformers' DynamicSlidingWindowLayer keeps W - 1
+    held = kept * cache_bytes_per_token(PLAIN)
+    ms = kernels_decode(PLAIN, A, kept) * 1e3   # the cache read stops at W - 1
     return held, ms, (A.memory_bytes - parameters(M) * M.bytes_per_number) // held
 
 

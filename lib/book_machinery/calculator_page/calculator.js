@@ -378,8 +378,8 @@
     "gradients": "calc-gradients", "float32 gradients": "calc-gradients calc-light",
     "float32 master weights": "calc-master", "optimizer states": "calc-optimiser",
     "activations": "calc-activations", "logits": "calc-logits",
-    "float32 logits": "calc-logits calc-light",
-    "float32 softmax": "calc-logits calc-light",
+    "float32 log-softmax": "calc-logits calc-light",
+    "float32 logit gradients": "calc-logits calc-light",
   };
 
   function trainFigure(report, width) {
