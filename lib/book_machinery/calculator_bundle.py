@@ -107,7 +107,7 @@ modules = {
     name: module.__file__ for name, module in sorted(sys.modules.items())
     if name.partition(".")[0] in PACKAGES and getattr(module, "__file__", None)}
 from transformer_calculator.activations import RECOMPUTE
-from transformer_calculator.cli import WEIGHT_CHOICES
+from transformer_calculator.cli_options import WEIGHT_CHOICES
 from transformer_calculator.formats import CACHE_FORMATS
 from transformer_calculator.splits import CP_KINDS
 from transformer_calculator.training import GRADIENTS, OPTIMIZERS

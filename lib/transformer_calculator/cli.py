@@ -12,24 +12,21 @@ vLLM for the engine's memory (``--gpu-memory-utilization``, ``--block-size``).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
-from pathlib import Path
 
-from .chips import chips, derated, parse_accelerator
+from .chips import chips
 from .cli_plan import add_plan_parser, run_plan
 from .cli_report_extras import add_report_extras, extras_text, with_extras
 from .cli_splits import (add_serving_split, add_split_options, split_given,
                          split_of, with_split_text)
-from .cli_train import UsageError, add_train_parser, run_train
-from .cli_values import (ChipName, CommandParser, choice, fraction, typed, whole,
-                         whole_list)
-from .config import ROUTES, example_config_path, example_configs, read_config
-from .costs import cache_bytes_per_token, weight_bytes
-from .formats import CACHE_FORMATS, UNPACKED, WEIGHT_FORMATS, ExpertsApart
+from .cli_options import (WEIGHT_CHOICES, UsageError, add_chip_options,
+                          add_format_options, apply_formats, chip_of, load_model)
+from .cli_train import add_train_parser, run_train
+from .cli_values import CommandParser, choice, fraction, typed, whole, whole_list
+from .config import ROUTES, example_configs
+from .formats import CACHE_FORMATS
 from .measured_runs.command import add_check_parser
-from .model import Model
 from .report import Request, format_report, report
 from .report_text import bytes_text
 from .serving import Serving, served
@@ -41,58 +38,8 @@ class _Parser(CommandParser):
         raise UsageError(self.suggested(message))
 
 
-WEIGHT_CHOICES = {"bf16": None, "fp16": None, **WEIGHT_FORMATS}
-"""What ``--weights`` takes: a 16-bit cast, or a packed format."""
-
 ENGINE_CHOICES = {"vllm": None, "sglang": None, "trtllm": None}
 """The serving engines whose measured runs the estimate is fitted to."""
-
-
-def add_chip_options(p: argparse.ArgumentParser) -> None:
-    """The options that say which chip, and how near its peak a program runs."""
-    where = p.add_mutually_exclusive_group()
-    where.add_argument(
-        "--accelerator",
-        default=None,
-        type=typed(parse_accelerator),
-        metavar="example|FLOPS,BYTES_PER_S,MEMORY_GIB",
-        help="'example' (the book's example accelerator, the default) or three "
-        "numbers: operations a second, bytes read a second, memory in GiB",
-    )
-    where.add_argument(
-        "--chip",
-        action=ChipName,
-        metavar="NAME",
-        help="a real chip from the shipped table (see the 'chips' command); a short "
-        "name that fits several (h100) takes the first and says so",
-    )
-    p.add_argument(
-        "--flops-efficiency",
-        type=typed(fraction),
-        default=1.0,
-        metavar="F",
-        help="fraction of peak arithmetic reached (0 to 1; default 1, the floor)",
-    )
-    p.add_argument(
-        "--hbm-memory-efficiency",
-        "--memory-efficiency",
-        dest="memory_efficiency",
-        type=typed(fraction),
-        default=1.0,
-        metavar="F",
-        help="fraction of peak memory bandwidth reached (0 to 1; default 1)",
-    )
-
-
-def add_format_options(p: argparse.ArgumentParser) -> None:
-    """``--weights`` and, for serving, ``--kv-dtype``."""
-    p.add_argument(
-        "--weights",
-        type=typed(choice(WEIGHT_CHOICES)),
-        metavar="|".join(WEIGHT_CHOICES),
-        help="store the weights so: a 16-bit cast, or a packed format (embeddings, "
-        "head, norms and routers stay in the model's format)",
-    )
 
 
 def _report_parser(commands) -> None:
@@ -191,8 +138,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     _report_parser(commands)
-    add_train_parser(commands, add_chip_options, add_format_options)
-    add_plan_parser(commands, WEIGHT_CHOICES)
+    add_train_parser(commands)
+    add_plan_parser(commands)
     commands.add_parser(
         "configs", help="list the example configs shipped with the library",
         description="List the example config.json files shipped with the library: the "
@@ -237,65 +184,6 @@ def _families(args: argparse.Namespace) -> str:
 
 def _one_line(err: BaseException) -> str:
     return " ".join(str(err).split()) or type(err).__name__
-
-
-def load_model(text: str, route: str = "auto") -> tuple[Model, list[str]]:
-    """The model a path or a shipped name describes, and its notes."""
-    path = Path(text)
-    if not path.exists():
-        try:
-            path = example_config_path(text)  # a shipped example by name
-        except ValueError as err:
-            raise ValueError(f"no file {text!r}, and {err}") from None
-    return read_config(path, route=route)
-
-
-def apply_formats(
-    model: Model,
-    notes: list[str],
-    weights: str | None,
-    cache: str | None,
-    experts: str | None = None,
-) -> Model:
-    """``model`` with the formats the flags name, each checked against its layout
-    (``experts``: the routed experts' own format, the rest as ``weights`` says)."""
-    if weights in ("bf16", "fp16"):
-        model = dataclasses.replace(model, bytes_per_number=2, weights=UNPACKED)
-        notes.append(f"--weights {weights}: every number cast to 2 bytes")
-    elif weights is not None:
-        model = dataclasses.replace(model, weights=WEIGHT_FORMATS[weights])
-        notes.append(f"--weights {weights}: {WEIGHT_FORMATS[weights].scheme}")
-    if experts is not None:
-        if not model.layout.has_experts:
-            raise UsageError("argument --expert-weights: this model has no experts")
-        own = UNPACKED if experts in ("bf16", "fp16") else WEIGHT_FORMATS[experts]
-        if own is UNPACKED and model.bytes_per_number != 2:
-            raise UsageError("argument --expert-weights: 16-bit experts in a model of "
-                             f"{model.bytes_per_number}-byte numbers (give --weights)")
-        model = dataclasses.replace(model, weights=ExpertsApart(own, model.weights))
-        scheme = "16-bit" if own is UNPACKED else WEIGHT_FORMATS[experts].scheme
-        notes.append(f"--expert-weights {experts}: the routed experts in {scheme}")
-    if cache is not None:
-        model = dataclasses.replace(model, cache=CACHE_FORMATS[cache])
-    for flag, value, check in (
-        ("--weights", weights, weight_bytes),
-        ("--expert-weights", experts, weight_bytes),
-        ("--kv-dtype", cache, cache_bytes_per_token),
-    ):
-        if value is not None:
-            try:
-                check(model)
-            except ValueError as err:
-                raise UsageError(
-                    f"argument {flag}: {value} cannot hold this model: {err}"
-                ) from None
-    return model
-
-
-def chip_of(args: argparse.Namespace):
-    """The chip the options name, at the efficiencies they give."""
-    acc = args.chip or args.accelerator or parse_accelerator("example")
-    return derated(acc, args.flops_efficiency, args.memory_efficiency)
 
 
 def _report(args: argparse.Namespace) -> str:
@@ -402,9 +290,9 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "chips":
             text = _chips(args.json)
         elif args.command == "train":
-            text = run_train(args, load_model, apply_formats, chip_of)
+            text = run_train(args)
         elif args.command == "plan":
-            text = run_plan(args, load_model, apply_formats)
+            text = run_plan(args)
         elif args.command == "check":
             from .measured_runs.command import run_check
 

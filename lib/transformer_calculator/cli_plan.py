@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 
-from .cli_train import MAX_TRAINING_TOKENS, UsageError, _whole
+from .cli_options import WEIGHT_CHOICES, UsageError, apply_formats, load_model
+from .cli_train import MAX_TRAINING_TOKENS, _whole
 from .cli_values import ChipName, choice, price, pue, typed, whole
 from .formats import CACHE_FORMATS
 from .planning import (ServingGoal, Space, TrainingGoal, serving_plans,
@@ -51,7 +52,7 @@ def _formats(weights: dict):
     return parse
 
 
-def add_plan_parser(commands, weight_choices: dict) -> None:
+def add_plan_parser(commands) -> None:
     """The ``plan`` subcommand and its options."""
     p = commands.add_parser(
         "plan", help="search the splits that fit a training run or a service, ranked",
@@ -87,7 +88,7 @@ def add_plan_parser(commands, weight_choices: dict) -> None:
                    metavar="|".join(CACHE_FORMATS), help="serving: the cache's format")
     p.add_argument("--no-disaggregated", dest="disaggregated", action="store_false",
                    help="serving: aggregated plans only")
-    p.add_argument("--formats", type=typed(_formats(weight_choices)), default=None,
+    p.add_argument("--formats", type=typed(_formats(WEIGHT_CHOICES)), default=None,
                    metavar="F[,F...]", help="weight formats allowed, e.g. bf16,fp8 "
                    "(default: the model's own)")
     p.add_argument("--overlap", action="store_true", help="every plan hides each "
@@ -135,7 +136,7 @@ def _space(args, models: dict, chip) -> Space:
                  overlap=args.overlap)
 
 
-def _models(args, kind, load_model, apply_formats) -> tuple[dict, list[str]]:
+def _models(args, kind) -> tuple[dict, list[str]]:
     model, notes = load_model(args.config, "layout")
     if args.formats is None:
         if kind == "serving":
@@ -155,11 +156,11 @@ def _price_plans(plans: list[dict], args, chip, per_chip_key: str,
             c[per_chip_key] * tokens_a, args.price, power, args.pue).as_dict()
 
 
-def run_plan(args, load_model, apply_formats) -> str:
+def run_plan(args) -> str:
     """Run the plan command: the ranked plans as text, or all of them as JSON."""
     kind = _goal(args)
     chip = args.chip
-    models, notes = _models(args, kind, load_model, apply_formats)
+    models, notes = _models(args, kind)
     space = _space(args, models, chip)
     try:
         if kind == "training":

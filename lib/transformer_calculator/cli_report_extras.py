@@ -5,7 +5,7 @@ prices each batch row with a draft (``speculative``) and says when it pays."""
 
 from __future__ import annotations
 
-from .cli_train import UsageError
+from .cli_options import UsageError
 from .cli_values import fraction, price, pue, typed, whole
 from .report_text import table
 from .running_costs import per_million_tokens

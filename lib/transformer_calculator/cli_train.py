@@ -12,6 +12,8 @@ from .activations import RECOMPUTE
 from .cli_splits import split_assumptions, split_given, split_of
 from .matrices import matrices
 from .estimate.report import at_peak, estimate_text, training_estimate
+from .cli_options import (UsageError, add_chip_options, add_format_options,
+                          apply_formats, chip_of, load_model)
 from .cli_values import price, pue, typed
 from .report_text import bytes_text, seconds_text, table
 from .running_costs import cost_lines, running_costs
@@ -28,7 +30,6 @@ from .training import (
 from .training_time import train_figures
 
 __all__ = [
-    "UsageError",
     "add_train_parser",
     "run_train",
     "train_report",
@@ -55,10 +56,6 @@ _SPLIT_TIME = (
 _RECOMPUTE_WORDS = {"none": "no recomputation", "selective": "selective recomputation",
                     "full": "full recomputation"}
 """What each ``--recompute`` choice is called in the text."""
-
-
-class UsageError(Exception):
-    """A bad command line: reported in one line with exit code 2."""
 
 
 def _whole(low: int, high: int):
@@ -98,7 +95,7 @@ def _targets(text: str) -> tuple[str, ...]:
     return names
 
 
-def add_train_parser(commands, add_chip_options, add_format_options) -> None:
+def add_train_parser(commands) -> None:
     """The ``train`` subcommand and its options."""
     p = commands.add_parser(
         "train",
@@ -324,7 +321,7 @@ def _training(args, model) -> Training:
     )
 
 
-def run_train(args, load_model, apply_formats, chip_of) -> str:
+def run_train(args) -> str:
     """Run the train command: its table or its JSON."""
     if args.lora_targets is not None and args.lora_rank is None:
         raise UsageError("argument --lora-targets needs --lora-rank")

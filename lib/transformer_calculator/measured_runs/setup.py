@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..chips import Chip, chip
-from ..cli import WEIGHT_CHOICES, apply_formats, load_model
-from ..cli_train import UsageError
+from ..cli_options import WEIGHT_CHOICES, UsageError, apply_formats, load_model
 from ..formats import CACHE_FORMATS
 from ..model import Model
 from ..serving import served
