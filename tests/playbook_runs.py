@@ -1,4 +1,4 @@
-"""The Ultra-Scale Playbook's training runs (``tests/data/measured/``) written as the
+"""The Ultra-Scale Playbook's training runs (``published/measured/``, the one copy) written as the
 calculator's own training plans.
 
 Each row is a nanotron run on nodes of 8 H100 SXM: its DP, TP, PP, ZeRO stage, micro-batch
@@ -26,14 +26,15 @@ from __future__ import annotations
 import csv
 import itertools
 from dataclasses import dataclass
-from pathlib import Path
+from importlib import resources
 
 from transformer_calculator.chips import chip
+from transformer_calculator.measured_runs.conversion import TRAINING_TABLE
 from transformer_calculator.config import model_from_config
 from transformer_calculator.splits import Split, chip_link, chip_machine, chip_network
 from transformer_calculator.training import Training
 
-RUNS = Path(__file__).parent / "data" / "measured" / "ultrascale_playbook_training_runs.csv"
+RUNS = resources.files("published") / "measured" / TRAINING_TABLE  # the shipped copy
 SEQ = 4096
 VOCAB = 131_072
 SHAPES = {"1B": (16, 2048, 32, 8192), "3B": (28, 3072, 32, 8192),

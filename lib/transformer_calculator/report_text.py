@@ -213,8 +213,6 @@ def _sizes(r: dict) -> list[str]:
         )
     s = r["serving"]
     if split:
-        from .splits.text import split_memory_lines  # the split's own wording
-
         lines += split_memory_lines(r)
     elif not r["weights_fit"]:
         lines += [
@@ -407,3 +405,28 @@ def format_report(r: dict) -> str:
     lines += ["", "Assumptions"]
     lines += [f"  - {note}" for note in r["assumptions"]]
     return "\n".join(lines)
+
+
+def split_memory_lines(r: dict) -> list[str]:
+    """The memory lines of a split's report (``splits.report``): the whole model
+    beside a device's share."""
+    s, one = r["serving"], r["split"]
+    per = r["weight_bytes_per_device"]
+    lines = [
+        f"Weights                     {bytes_text(r['weight_bytes'])} in all "
+        f"({r['weight_bytes']:,} bytes); {bytes_text(per)} on the fullest device",
+        f"Cache per token             {bytes_text(r['kv_bytes_per_token'])} in all; "
+        f"{bytes_text(one['cache_bytes_per_token_per_device'])} on the fullest device",
+    ]
+    if not r["weights_fit"]:
+        return lines + [
+            f"Memory the engine may use   {bytes_text(s['usable_bytes'])} a device: "
+            "a device's weights do not fit",
+            *fit_lines(r["splits_that_fit"] or [], r["splits_context"]),
+            "Longest conversation        none: a device's weights alone do not fit",
+        ]
+    return lines + [
+        f"Memory the engine may use   {bytes_text(s['usable_bytes'])} a device, of "
+        f"which {bytes_text(s['cache_budget_bytes'])} is left for the cache on the "
+        "fullest"
+    ]

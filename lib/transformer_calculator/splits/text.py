@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from ..report_text import bytes_text, fit_lines, seconds_text, table
+from ..report_text import bytes_text, seconds_text, table
 
 __all__ = ["split_head", "serving_split_head", "serving_split_times",
-           "split_memory_lines", "training_split_lines"]
+           "training_split_lines"]
 
 
 def _link(name: str | None, rate: float | None, latency: float | None) -> str:
@@ -131,28 +131,3 @@ def training_split_lines(r: dict) -> list[str]:
     lines.append(f"  floor (every collective hidden where a schedule can hide it): "
                  f"{seconds_text(r['floor_seconds'])}")
     return lines
-
-
-def split_memory_lines(r: dict) -> list[str]:
-    """The memory lines of a split's report (``splits.report``): the whole model
-    beside a device's share."""
-    s, one = r["serving"], r["split"]
-    per = r["weight_bytes_per_device"]
-    lines = [
-        f"Weights                     {bytes_text(r['weight_bytes'])} in all "
-        f"({r['weight_bytes']:,} bytes); {bytes_text(per)} on the fullest device",
-        f"Cache per token             {bytes_text(r['kv_bytes_per_token'])} in all; "
-        f"{bytes_text(one['cache_bytes_per_token_per_device'])} on the fullest device",
-    ]
-    if not r["weights_fit"]:
-        return lines + [
-            f"Memory the engine may use   {bytes_text(s['usable_bytes'])} a device: "
-            "a device's weights do not fit",
-            *fit_lines(r["splits_that_fit"] or [], r["splits_context"]),
-            "Longest conversation        none: a device's weights alone do not fit",
-        ]
-    return lines + [
-        f"Memory the engine may use   {bytes_text(s['usable_bytes'])} a device, of "
-        f"which {bytes_text(s['cache_budget_bytes'])} is left for the cache on the "
-        "fullest"
-    ]
