@@ -143,12 +143,18 @@ class CommandParser(argparse.ArgumentParser):
                 return f"{message}: did you mean {near[0]}?"
         return message
 
+
+def _number(text: str, what: str) -> float:
+    """``text`` read as a number, or a ValueError naming ``what`` it must be."""
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"must be {what}, got {text!r}") from None
+
+
 def price(text: str) -> float:
     """Dollars a chip-hour: a number in (0, MAX_PRICE]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"must be a number of dollars, got {text!r}") from None
+    value = _number(text, "a number of dollars")
     if not 0 < value <= MAX_PRICE:
         raise ValueError(f"must lie in (0, {MAX_PRICE:,.0f}], got {text!r}")
     return value
@@ -156,10 +162,7 @@ def price(text: str) -> float:
 
 def pue(text: str) -> float:
     """A power usage effectiveness in [1, MAX_PUE]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"must be a number, got {text!r}") from None
+    value = _number(text, "a number")
     if not 1 <= value <= MAX_PUE:
         raise ValueError(f"must lie in [1, {MAX_PUE:g}], got {text!r}")
     return value
