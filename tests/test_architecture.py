@@ -1,5 +1,7 @@
-"""The house's three rooms and the one way their arrows run (read from the code itself).
+"""The house's rooms and the one way their arrows run (read from the code itself).
 
+- ``published``: the real world stated once (chips, links, published models, measured
+  runs), below the other three; it imports none of them.
 - ``transformer_arithmetic``: the formulas the pages teach, for the plain decoder; it
   imports neither of the other two.
 - ``transformer_calculator``: the book's arithmetic carried to published models; it may use
@@ -22,8 +24,9 @@ import transformer_arithmetic as ta
 from book_files import ROOT
 
 LIB = ROOT / "lib"
-ROOMS = ("transformer_arithmetic", "transformer_calculator", "book_machinery")
+ROOMS = ("published", "transformer_arithmetic", "transformer_calculator", "book_machinery")
 FORBIDDEN = {
+    "published": {"transformer_arithmetic", "transformer_calculator", "book_machinery"},
     "transformer_arithmetic": {"transformer_calculator", "book_machinery"},
     "transformer_calculator": {"book_machinery"},
     "book_machinery": {"transformer_calculator"},

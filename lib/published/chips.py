@@ -19,8 +19,8 @@ _MIB = 2**20
 @dataclass(frozen=True)
 class ChipFacts:
     """One published chip of an ``architecture`` (its maker's name for its
-    generation): dense 16-bit, 8-bit and 4-bit floating-point rates
-    (operations a second; None: no such arithmetic), memory bandwidth (bytes a second), the card's
+    generation): dense 16-bit, 8-bit and 4-bit floating-point rates (operations a
+    second; None: no such arithmetic), memory bandwidth (bytes a second), the card's
     memory in GiB and the total the driver reports in MiB (None: no public figure),
     its link to its peers (a key of ``links``), how many chips that link joins, the
     network between machines, its board power in watts, the sources, and the figures

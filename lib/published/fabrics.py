@@ -39,9 +39,10 @@ class MachineFacts:
 
 @dataclass(frozen=True)
 class ProtocolFacts:
-    """One of NCCL's protocols as its tuning model prices a ring: seconds a call, seconds
-    a step by kind of link (``nvlink``, ``pcie``, ``network``), the share of the link's
-    bandwidth it keeps and the most bus bandwidth it reaches (None: no cap)."""
+    """One of NCCL's protocols as its tuning model prices a ring: seconds a call,
+    seconds a step by kind of link (``nvlink``, ``pcie``, ``network``), the share of
+    the link's bandwidth it keeps and the most bus bandwidth it reaches (None: no
+    cap)."""
 
     name: str
     base_latency_s: float
@@ -106,7 +107,8 @@ def nvls_efficiency(generation: str) -> float:
     generation (``hopper`` or ``blackwell``)."""
     table = _table()["protocols"]["nvls_efficiency"]
     if generation not in table:
-        raise ValueError(f"no NVLS efficiency for {generation!r}; known: {', '.join(table)}")
+        raise ValueError(f"no NVLS efficiency for {generation!r}; known: "
+                         f"{', '.join(table)}")
     return float(table[generation])
 
 

@@ -1,5 +1,5 @@
-"""How published runs cut their models over their chips, as their authors report them: one
-``PlanFacts`` a row of ``data/plans.json``, each with its source."""
+"""How published runs cut their models over their chips, as their authors report
+them: one ``PlanFacts`` a row of ``data/plans.json``, each with its source."""
 
 from __future__ import annotations
 
