@@ -292,7 +292,8 @@ class LatentAttention(Mixer):
 
 
 class _RunningSummary(Mixer):
-    """What Mamba and Mamba-2 share: no cache, no pairs, a fixed state."""
+    """What every running summary shares (Mamba, Mamba-2, and recurrent.py's RWKV,
+    RG-LRU and mLSTM): no cache that grows, no pairs, a fixed state."""
 
     @property
     def kind(self) -> MixerKind:

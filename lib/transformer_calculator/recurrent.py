@@ -16,36 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .feedforward import FeedForwardPart
-from .mixers import FixedState, Mixer, MixerKind
+from .mixers import FixedState, _RunningSummary
 
 __all__ = ["RwkvTimeMix", "RwkvChannelMix", "RgLru", "MLstm"]
 
 
-class _Summary(Mixer):
-    """What every running summary shares: no cache that grows, no pairs."""
-
-    @property
-    def kind(self) -> MixerKind:
-        return MixerKind.RUNNING_SUMMARY
-
-    @property
-    def cache_numbers(self) -> int:
-        return 0
-
-    @property
-    def cache_cap(self) -> int | None:
-        return 0
-
-    @property
-    def pair_flops(self) -> int:
-        return 0
-
-    def prompt_pairs(self, tokens: int) -> int:
-        return 0
-
-
 @dataclass(frozen=True)
-class RwkvTimeMix(_Summary):
+class RwkvTimeMix(_RunningSummary):
     """RWKV-4's time mix (``RwkvSelfAttention``): key, value and receptance
     projections from ``width`` to ``inner`` channels and an output projection back, a
     decay and a bonus per channel, and three token-shift mixing vectors.
@@ -104,7 +81,7 @@ class RwkvChannelMix(FeedForwardPart):
 
 
 @dataclass(frozen=True)
-class RgLru(_Summary):
+class RgLru(_RunningSummary):
     """RecurrentGemma's recurrent block (``RecurrentGemmaRecurrentBlock``): two
     projections from ``width`` to ``inner`` channels (one gates the other), a causal
     filter ``conv`` tokens long over one of them, the real-gated linear recurrence
@@ -140,7 +117,7 @@ class RgLru(_Summary):
 
 
 @dataclass(frozen=True)
-class MLstm(_Summary):
+class MLstm(_RunningSummary):
     """xLSTM's mLSTM layer (``xLSTMLayer``): queries and keys of ``qk`` channels,
     values and an output gate of ``v`` channels, an input and a forget gate per head
     (with biases), a norm over the ``heads`` heads' outputs and a projection back;
