@@ -37,7 +37,7 @@ $(MATHJAX):
 
 # Pyodide (CPython compiled to WebAssembly) served from the site itself, so the calculator
 # runs in the reader's browser without a network: the npm package, pinned and checked,
-# of which the five files it starts from (book_machinery/sphinx_calculator.py serves them),
+# of which the five files it starts from (calculator_page/sphinx_page.py serves them),
 # its standard library compiled to bytecode by that same Pyodide under Node.js, once here
 # rather than in every reader's browser (compile_stdlib.mjs says why).
 $(PYODIDE):
@@ -47,7 +47,7 @@ $(PYODIDE):
 	tar -xzf .cache/pyodide/pyodide-$(PYODIDE_VERSION).tgz -C book/_pyodide --strip-components=1 \
 	  package/pyodide.mjs package/pyodide.asm.mjs package/pyodide.asm.wasm \
 	  package/python_stdlib.zip package/pyodide-lock.json
-	node lib/book_machinery/calculator_page/compile_stdlib.mjs book/_pyodide
+	node lib/calculator_page/assets/compile_stdlib.mjs book/_pyodide
 	touch $@
 
 # The book's JupyterLab extension (a section's prose as the site shows it: book_machinery/

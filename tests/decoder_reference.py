@@ -21,7 +21,7 @@ from functools import lru_cache
 import torch
 
 from transformer_arithmetic import GIB, Accelerator, ModelShape
-from transformer_arithmetic.reference_model import Decoder, cache_bytes
+from transformer_arithmetic.runs.reference_model import Decoder, cache_bytes
 
 DTYPES = {2: torch.bfloat16, 4: torch.float32, 8: torch.float64}
 """The torch number format of each ``bytes_per_number``."""

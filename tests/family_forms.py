@@ -22,7 +22,7 @@ import transformers
 from transformers.cache_utils import DynamicCache, get_layer_types_and_kwargs
 
 from hf_reference import quiet
-from transformer_calculator import catalog
+from transformer_calculator.reading import catalog
 
 FILL = {
     "cohere_compass_text": {"layer_types": None},

@@ -54,9 +54,9 @@ def is_sparse(name: str) -> bool:
     """Whether the published config ``name`` holds experts, latent attention or
     running-summary layers, as the calculator reads it (test_families_sparse.py checks
     those, test_families.py the dense rest)."""
-    from transformer_calculator.config import model_from_config
-    from transformer_calculator.feedforward import Experts
-    from transformer_calculator.mixers import LatentAttention, Mamba, Mamba2
+    from transformer_calculator.reading.config import model_from_config
+    from transformer_calculator.anatomy.feedforward import Experts
+    from transformer_calculator.anatomy.mixers import LatentAttention, Mamba, Mamba2
 
     model, _ = model_from_config(published(name), name)
     return any(isinstance(b.ffn, Experts)

@@ -28,11 +28,11 @@ import itertools
 from dataclasses import dataclass
 from importlib import resources
 
-from transformer_calculator.chips import chip
+from transformer_calculator.counting.chips import chip
 from transformer_calculator.measured_runs.conversion import TRAINING_TABLE
-from transformer_calculator.config import model_from_config
+from transformer_calculator.reading.config import model_from_config
 from transformer_calculator.splits import Split, chip_link, chip_machine, chip_network
-from transformer_calculator.training import Training
+from transformer_calculator.counting.training import Training
 
 RUNS = resources.files("published") / "measured" / TRAINING_TABLE  # the shipped copy
 SEQ = 4096

@@ -6,8 +6,10 @@
   imports neither of the other two.
 - ``transformer_calculator``: the book's arithmetic carried to published models; it may use
   the teaching formulas (never their private names) and never the book's machinery.
+- ``calculator_page``: the calculator in the reader's browser (the form's directive, the
+  bundle Pyodide runs, the page's assets); it reads the calculator, never the machinery.
 - ``book_machinery``: how the book is executed, glued, drawn, printed and tested; it uses
-  neither room's private names and never the calculator.
+  neither room's private names and never the calculator or its page.
 
 And the rules every library file keeps: lines within 88 characters, like the notebooks'
 visible code, and modules of about 400 lines at most.
@@ -24,12 +26,15 @@ import transformer_arithmetic as ta
 from book_files import ROOT
 
 LIB = ROOT / "lib"
-ROOMS = ("published", "transformer_arithmetic", "transformer_calculator", "book_machinery")
+ROOMS = ("published", "transformer_arithmetic", "transformer_calculator", "calculator_page",
+         "book_machinery")
 FORBIDDEN = {
-    "published": {"transformer_arithmetic", "transformer_calculator", "book_machinery"},
-    "transformer_arithmetic": {"transformer_calculator", "book_machinery"},
-    "transformer_calculator": {"book_machinery"},
-    "book_machinery": {"transformer_calculator"},
+    "published": {"transformer_arithmetic", "transformer_calculator", "calculator_page",
+                  "book_machinery"},
+    "transformer_arithmetic": {"transformer_calculator", "calculator_page", "book_machinery"},
+    "transformer_calculator": {"calculator_page", "book_machinery"},
+    "calculator_page": {"book_machinery"},
+    "book_machinery": {"transformer_calculator", "calculator_page"},
 }
 MAX_LINE, MAX_MODULE = 88, 440
 
@@ -81,3 +86,46 @@ def test_lines_and_modules_keep_their_size(room):
             big.append(f"{path.relative_to(LIB)} ({len(lines)} lines)")
     assert not long, f"lines over {MAX_LINE} characters: {long}"
     assert not big, f"modules over {MAX_MODULE} lines: {big}"
+
+
+CALCULATOR_FLOORS = ("anatomy", "counting", "families", "reading", "service", "splits",
+                     "estimate", "measured_runs", "planning", "command_line")
+"""The calculator's sub-rooms from the bottom floor up: each imports only those below."""
+
+
+def _calculator_arrows() -> list[tuple[str, str, str]]:
+    """(file, its sub-room, the sub-room it imports) for every import between them."""
+    top = LIB / "transformer_calculator"
+    arrows = []
+    for path in modules("transformer_calculator"):
+        parts = path.relative_to(top).parts
+        if len(parts) == 1:
+            continue
+        package = ["transformer_calculator", *parts[:-1]]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                target = package[:len(package) - node.level + 1]
+                target += node.module.split(".") if node.module else []
+            elif (node.module or "").startswith("transformer_calculator."):
+                target = node.module.split(".")
+            else:
+                continue
+            if len(target) > 1 and target[1] != parts[0]:
+                arrows.append((str(path.relative_to(LIB)), parts[0], target[1]))
+    return arrows
+
+
+def test_the_calculator_is_sub_rooms_only():
+    flat = [p.name for p in (LIB / "transformer_calculator").glob("*.py")]
+    assert sorted(flat) == ["__init__.py", "__main__.py"]
+    rooms = {p.name for p in (LIB / "transformer_calculator").iterdir()
+             if (p / "__init__.py").exists()}
+    assert rooms == set(CALCULATOR_FLOORS)
+
+
+def test_the_calculator_sub_rooms_import_downwards():
+    up = [f"{path} ({room} imports {target})" for path, room, target in _calculator_arrows()
+          if CALCULATOR_FLOORS.index(target) > CALCULATOR_FLOORS.index(room)]
+    assert not up, up

@@ -13,7 +13,8 @@ import torch
 import decoder_reference as R
 from decoder_reference import CHIP_24GIB, PLAIN_335M
 import transformer_arithmetic as ta
-from transformer_arithmetic import intensity, sampling, simulated, timing
+from transformer_arithmetic import intensity, sampling, timing
+from transformer_arithmetic.examples import simulated
 
 pytestmark = pytest.mark.torch_kernels
 

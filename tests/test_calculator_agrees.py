@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 import transformer_arithmetic as ta
 from transformer_arithmetic import memory, timing, work
-from transformer_calculator import costs
-from transformer_calculator.plain import model_of
+from transformer_calculator.counting import costs
+from transformer_calculator.reading.plain import model_of
 
 
 @st.composite

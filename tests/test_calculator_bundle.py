@@ -1,6 +1,6 @@
 """What the page's calculator loads: the command line's own modules, without numpy.
 
-``book_machinery.calculator_bundle`` traces the command line in a Python that has only
+``calculator_page.bundle`` traces the command line in a Python that has only
 the standard library and the library's packages, and zips what it loaded; the page runs
 that zip under Pyodide (tests/test_calculator_page.py runs it in the browser). Checked
 here, quickly, for ``make check``:
@@ -29,15 +29,15 @@ from pathlib import Path
 
 import pytest
 
-from book_machinery import calculator_bundle
-from book_machinery.calculator_bundle import EXTRA_RUNS, LIB, bundle, trace
-from book_machinery.sphinx_calculator import TRAIN_DEFAULTS, chip_options, shipped_chips
+from calculator_page import bundle as calculator_bundle
+from calculator_page.bundle import EXTRA_RUNS, LIB, bundle, trace
+from calculator_page.sphinx_page import TRAIN_DEFAULTS, chip_options, shipped_chips
 from book_machinery.figures import PALETTE
-from transformer_calculator.cli import main as command_line
-from transformer_calculator.config import example_configs
-from transformer_calculator.formats import CACHE_FORMATS, WEIGHT_FORMATS
+from transformer_calculator.command_line.cli import main as command_line
+from transformer_calculator.reading.config import example_configs
+from transformer_calculator.anatomy.formats import CACHE_FORMATS, WEIGHT_FORMATS
 
-CSS = LIB / "book_machinery" / "calculator_page" / "calculator.css"
+CSS = LIB / "calculator_page" / "assets" / "calculator.css"
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def traced():
 
 
 def test_the_calculator_runs_on_the_standard_library_alone(traced):
-    assert "transformer_calculator.cli" in traced.modules
+    assert "transformer_calculator.command_line.cli" in traced.modules
     assert not [m for m in traced.modules if m.startswith("book_machinery")]
     assert traced.configs == [p.stem for p in example_configs()]
     for name in traced.configs:
@@ -106,7 +106,7 @@ def test_every_question_the_form_asks_is_traced(traced):
         assert (run["code"], run["out"], run["err"]) == (code, out.getvalue(), ""), argv
         assert code == 0, argv
     assert "published/data/chips.json" in bundle(traced.modules)[1]
-    assert "transformer_calculator.training" in traced.modules
+    assert "transformer_calculator.counting.training" in traced.modules
 
 
 def test_the_forms_lists_are_the_command_lines(traced, tmp_path):

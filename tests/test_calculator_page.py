@@ -5,7 +5,7 @@ its own (the page, the glossary and the bibliography, with the site's extensions
 the Pyodide runtime the Makefile fetched), served over loopback HTTP and opened in
 Debian's Chromium driven by Playwright, every outside address unresolvable. The page
 runs the library's calculator under Pyodide; its numbers are compared with the command
-line's, run here in this process (``transformer_calculator.cli.main``, what
+line's, run here in this process (``transformer_calculator.command_line.cli.main``, what
 ``python -m transformer_calculator`` runs):
 
 - every shipped config: the page's report (its ``--json`` numbers) equals the command
@@ -52,8 +52,8 @@ from pathlib import Path
 import pytest
 
 from book_files import BOOK, ROOT
-from transformer_calculator.cli import main as command_line
-from transformer_calculator.config import example_configs
+from transformer_calculator.command_line.cli import main as command_line
+from transformer_calculator.reading.config import example_configs
 
 pytestmark = [pytest.mark.site, pytest.mark.slow(seconds=20)]
 

@@ -20,17 +20,17 @@ from transformer_arithmetic import pipeline as tpp
 from transformer_arithmetic import splits as teaching
 from transformer_arithmetic.collectives import ring_time, two_level_all_reduce_time
 from transformer_arithmetic.memory import layer_activation_bytes
-from transformer_calculator import costs
-from transformer_calculator.activations import Shares, activation_bytes
-from transformer_calculator.chips import chip
-from transformer_calculator.cli import load_model, main
-from transformer_calculator.plain import model_of
-from transformer_calculator.serving import VLLM_DEFAULTS
+from transformer_calculator.counting import costs
+from transformer_calculator.counting.activations import Shares, activation_bytes
+from transformer_calculator.counting.chips import chip
+from transformer_calculator.command_line.cli import load_model, main
+from transformer_calculator.reading.plain import model_of
+from transformer_calculator.service.serving import VLLM_DEFAULTS
 from transformer_calculator.splits import (Split, chip_link, chip_machine, chip_network,
                                            device_model, serving_split, stage_models,
                                            training_split)
 from transformer_calculator.splits.links import collective_time, groups
-from transformer_calculator.training import Training
+from transformer_calculator.counting.training import Training
 
 H100 = chip("h100-sxm")
 LINKS = {"link": chip_link(H100), "network": chip_network(H100), "machine": chip_machine(H100)}
@@ -203,7 +203,7 @@ def test_prefill_and_requests_are_priced_under_the_split():
     decode steps."""
     model = model_of(PLAIN)
     s = Split(tp=2, **LINKS)
-    from transformer_calculator.report import Request
+    from transformer_calculator.service.serving import Request
     r = serving_split(model, H100, s, VLLM_DEFAULTS, [512], [1], [512], [Request(512, 8)])
     row = r["prefill"][0]
     one = device_model(model, s)

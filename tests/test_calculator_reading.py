@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from transformer_calculator import costs, report
-from transformer_calculator.cli import main
-from transformer_calculator.config import model_from_config, read_config
-from transformer_calculator.context import context_limit
+from transformer_calculator.counting import costs
+from transformer_calculator.command_line.report import report
+from transformer_calculator.command_line.cli import main
+from transformer_calculator.reading.config import model_from_config, read_config
+from transformer_calculator.anatomy.context import context_limit
 from transformer_arithmetic import EXAMPLE_ACCELERATOR
 from published import model_config_path
 
@@ -103,7 +104,7 @@ def test_the_route_is_named():
 
 
 def test_a_known_decoder_without_a_layout_is_never_read_as_llama(monkeypatch):
-    from transformer_calculator import meta_route
+    from transformer_calculator.reading import meta_route
     monkeypatch.setattr(meta_route, "available", lambda: False)
     for model_type in ("glm_moe_dsa", "llama4_text", "qwen3_next", "deepseek_v32", "minimax"):
         with pytest.raises(ValueError, match="no layout in this calculator"):
@@ -113,7 +114,7 @@ def test_a_known_decoder_without_a_layout_is_never_read_as_llama(monkeypatch):
 
 
 def test_the_families_command_lists_every_route(monkeypatch):
-    from transformer_calculator import meta_route
+    from transformer_calculator.reading import meta_route
     monkeypatch.setattr(meta_route, "available", lambda: False)
     code, out, _ = run("families", "--json")
     rows = {row["model_type"]: row for row in json.loads(out)}

@@ -17,16 +17,16 @@ from transformer_arithmetic import ModelShape
 from transformer_arithmetic import splits as teaching
 from transformer_arithmetic import tensor_parallel as ttp
 from transformer_arithmetic.collectives import ring_time
-from transformer_arithmetic.many_chips_inputs import NVLINK
-from transformer_calculator import costs
-from transformer_calculator.activations import activation_bytes
-from transformer_calculator.chips import chip
-from transformer_calculator.cli import load_model, main
-from transformer_calculator.plain import model_of
-from transformer_calculator.serving import VLLM_DEFAULTS
+from transformer_arithmetic.examples.many_chips_inputs import NVLINK
+from transformer_calculator.counting import costs
+from transformer_calculator.counting.activations import activation_bytes
+from transformer_calculator.counting.chips import chip
+from transformer_calculator.command_line.cli import load_model, main
+from transformer_calculator.reading.plain import model_of
+from transformer_calculator.service.serving import VLLM_DEFAULTS
 from transformer_calculator.splits import serving_split, splits_that_fit, training_split
 from transformer_calculator.splits import Split, device_model, interconnect, stage_models
-from transformer_calculator.training import Training
+from transformer_calculator.counting.training import Training
 
 SHAPES = [
     ModelShape(layers=4, heads=8, head_dim=16, ffn_width=256, vocab=512),

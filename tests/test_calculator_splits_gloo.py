@@ -15,14 +15,15 @@ import pytest
 import torch
 
 from transformer_arithmetic import ModelShape
-from transformer_arithmetic import sequence_runs
-from transformer_arithmetic import sharded_runs as sr
-from transformer_arithmetic.collective_runs import gloo_transfers, payload_agrees, run
+from transformer_arithmetic.runs import sequence_runs
+from transformer_arithmetic.runs import sharded_runs as sr
+from transformer_arithmetic.runs.collective_runs import (gloo_transfers, payload_agrees,
+    run)
 from transformer_arithmetic.collectives import ring_bytes_sent
-from transformer_arithmetic.reference_model import Block
-from transformer_calculator import costs
-from transformer_calculator.activations import Shares, activation_bytes
-from transformer_calculator.plain import model_of
+from transformer_arithmetic.runs.reference_model import Block
+from transformer_calculator.counting import costs
+from transformer_calculator.counting.activations import Shares, activation_bytes
+from transformer_calculator.reading.plain import model_of
 from transformer_calculator.splits import Split, device_model
 from transformer_calculator.splits.comm import kv_bytes_per_position
 

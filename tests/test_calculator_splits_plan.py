@@ -19,8 +19,8 @@ import json
 import pytest
 
 import hf_reference as hf
-from transformer_calculator.cli import main
-from transformer_calculator.config import example_config_path, read_config
+from transformer_calculator.command_line.cli import main
+from transformer_calculator.reading.config import example_config_path, read_config
 from transformer_calculator.splits import Split, device_model
 
 pytestmark = [pytest.mark.transformers, pytest.mark.meta_device, pytest.mark.slow(seconds=8)]

@@ -1,6 +1,6 @@
 """A training step's memory against a real PyTorch training step on the CPU.
 
-The book's plain decoder (``transformer_arithmetic.reference_model.Decoder``) takes one
+The book's plain decoder (``transformer_arithmetic.runs.reference_model.Decoder``) takes one
 mixed-precision step (bfloat16 weights and gradients, a float32 master copy with float32
 gradients, as mixed-precision trainers keep them): the weights, gradients, master copy and
 the optimizer's state tensors (AdamW, SGD with momentum, bitsandbytes' Adam8bit) are counted
@@ -26,10 +26,11 @@ import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
 from transformer_arithmetic import ModelShape
-from transformer_arithmetic.reference_model import Decoder
-from transformer_calculator.activations import activation_bytes, logits_bytes, softmax_bytes
-from transformer_calculator.plain import model_of
-from transformer_calculator.training import Training, step_memory
+from transformer_arithmetic.runs.reference_model import Decoder
+from transformer_calculator.counting.activations import (activation_bytes, logits_bytes,
+    softmax_bytes)
+from transformer_calculator.reading.plain import model_of
+from transformer_calculator.counting.training import Training, step_memory
 
 pytestmark = [pytest.mark.torch_counts, pytest.mark.slow(seconds=8)]
 

@@ -13,7 +13,7 @@ import pytest
 
 import published
 from transformer_arithmetic.units import GIB
-from transformer_calculator.chips import chip, chips, derated
+from transformer_calculator.counting.chips import chip, chips, derated
 
 T = 1e12
 KEYS = [c.key for c in published.chips()]

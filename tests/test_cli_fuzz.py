@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from transformer_calculator.cli import main
+from transformer_calculator.command_line.cli import main
 from transformer_calculator.families import STRUCTURE_FIELDS
 
 BASES = {

@@ -14,7 +14,7 @@ import json
 import pytest
 
 from book_files import ROOT
-from transformer_calculator.cli import main
+from transformer_calculator.command_line.cli import main
 
 
 def run(*argv: str) -> tuple[int, str, str]:

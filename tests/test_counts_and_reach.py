@@ -7,7 +7,7 @@ from torch.nn import functional as F
 import transformer_arithmetic as ta
 from book_machinery import figures, prose
 from transformer_arithmetic import convolution, masks, memory, objective, summaries, units
-from transformer_arithmetic.reference_model import Attention, Block, FeedForward
+from transformer_arithmetic.runs.reference_model import Attention, Block, FeedForward
 
 pytestmark = pytest.mark.torch_kernels
 

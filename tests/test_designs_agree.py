@@ -26,11 +26,11 @@ from hypothesis import strategies as st
 import transformer_arithmetic as ta
 from test_calculator_agrees import plain_shapes
 from transformer_arithmetic import designs, memory
-from transformer_calculator import costs
-from transformer_calculator.layout import Block
-from transformer_calculator.mixers import Mamba
-from transformer_calculator.model import Model
-from transformer_calculator.plain import model_of
+from transformer_calculator.counting import costs
+from transformer_calculator.anatomy.layout import Block
+from transformer_calculator.anatomy.mixers import Mamba
+from transformer_calculator.anatomy.model import Model
+from transformer_calculator.reading.plain import model_of
 
 CONV = 4
 """A Mamba layer's filter, in tokens (transformers' default ``conv_kernel``)."""

@@ -8,15 +8,15 @@ import dataclasses
 import numpy as np
 import pytest
 
-from transformer_calculator import costs
-from transformer_calculator.chips import chip
-from transformer_calculator.cli import apply_formats, load_model
+from transformer_calculator.counting import costs
+from transformer_calculator.counting.chips import chip
+from transformer_calculator.command_line.cli import apply_formats, load_model
 from transformer_calculator.estimate.fractions import fractions
 from transformer_calculator.estimate.serving import (serving_parts, tpot_seconds,
                                                      ttft_seconds)
 from transformer_calculator.estimate.terms import Roof, decode_terms, prefill_terms
 from transformer_calculator.measured_runs import fit
-from transformer_calculator.serving import served
+from transformer_calculator.service.serving import served
 from transformer_calculator.splits import Split, chip_link, stage_models
 
 CASES = [

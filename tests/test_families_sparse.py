@@ -7,10 +7,10 @@ from hf_reference import (PUBLISHED, active_parameter_count, build, cache_layer_
                           is_sparse, language_config, load_modelling_code, parameter_count,
                           published, quiet, weight_bytes)
 from test_families import unquantized
-from transformer_calculator import costs
-from transformer_calculator.config import model_from_config
-from transformer_calculator.feedforward import Experts
-from transformer_calculator.mixers import LatentAttention, Mamba, Mamba2
+from transformer_calculator.counting import costs
+from transformer_calculator.reading.config import model_from_config
+from transformer_calculator.anatomy.feedforward import Experts
+from transformer_calculator.anatomy.mixers import LatentAttention, Mamba, Mamba2
 
 pytestmark = [pytest.mark.meta_device, pytest.mark.transformers]
 

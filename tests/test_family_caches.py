@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from hf_reference import TINY, build, load_modelling_code, parameter_count, quiet, run_cache, tiny
-from transformer_calculator import costs
-from transformer_calculator.config import model_from_config
+from transformer_calculator.counting import costs
+from transformer_calculator.reading.config import model_from_config
 
 pytestmark = [pytest.mark.torch_counts, pytest.mark.transformers]
 

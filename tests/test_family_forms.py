@@ -11,8 +11,9 @@ from family_forms import (  # noqa: F401  (quiet_on_one_thread: a module fixture
     real_cache, shrunk_form,
 )
 from families_table import kinds_agree, per_token
-from transformer_calculator import catalog, costs
-from transformer_calculator.config import model_from_config
+from transformer_calculator.reading import catalog
+from transformer_calculator.counting import costs
+from transformer_calculator.reading.config import model_from_config
 from transformer_calculator.families import FAMILIES
 
 pytestmark = [pytest.mark.transformers, pytest.mark.meta_device, pytest.mark.torch_counts,

@@ -9,8 +9,9 @@ import pytest
 from family_forms import (  # noqa: F401  (quiet_on_one_thread: a module fixture)
     SHORT, cut_form, defaults_form, hf_config, quiet_on_one_thread,
 )
-from transformer_calculator import catalog, costs
-from transformer_calculator.config import model_from_config
+from transformer_calculator.reading import catalog
+from transformer_calculator.counting import costs
+from transformer_calculator.reading.config import model_from_config
 from transformer_calculator.families import FAMILIES
 
 pytestmark = [pytest.mark.transformers, pytest.mark.slow(seconds=6)]

@@ -22,9 +22,9 @@ import pytest
 import torch
 
 import hf_reference as H
-from transformer_calculator import stored
-from transformer_calculator.config import model_from_config
-from transformer_calculator.matrices import matrices
+from transformer_calculator.counting import stored
+from transformer_calculator.reading.config import model_from_config
+from transformer_calculator.anatomy.matrices import matrices
 
 pytestmark = [pytest.mark.transformers, pytest.mark.meta_device, pytest.mark.slow(seconds=12)]
 

@@ -1,5 +1,5 @@
 """The many-chips page against real collectives: torch.distributed with the gloo backend in
-two, three and four CPU processes on the loopback (transformer_arithmetic.collective_runs).
+two, three and four CPU processes on the loopback (transformer_arithmetic.runs.collective_runs).
 
 For each collective and each split the tests require
 - the sharded result to equal the same computation done whole in this process (eight-byte
@@ -26,10 +26,11 @@ from transformer_arithmetic import context_parallel as cp
 from transformer_arithmetic import data_parallel as dp
 from transformer_arithmetic import experts as ex
 from transformer_arithmetic import tensor_parallel as tp
-from transformer_arithmetic.collective_runs import HEADER_BYTES, HEADERS_A_TRANSFER, gloo_transfers, run
-from transformer_arithmetic import sharded_runs as sr
-from transformer_arithmetic import sharded_steps as ss
-from transformer_arithmetic.reference_model import Block, Decoder
+from transformer_arithmetic.runs.collective_runs import (HEADER_BYTES,
+    HEADERS_A_TRANSFER, gloo_transfers, run)
+from transformer_arithmetic.runs import sharded_runs as sr
+from transformer_arithmetic.runs import sharded_steps as ss
+from transformer_arithmetic.runs.reference_model import Block, Decoder
 
 pytestmark = [pytest.mark.torch_kernels, pytest.mark.slow(seconds=20)]
 

@@ -11,12 +11,12 @@ import json
 
 import pytest
 
-from transformer_calculator import costs
-from transformer_calculator.cli import main
+from transformer_calculator.counting import costs
+from transformer_calculator.command_line.cli import main
 from transformer_calculator.measured_runs import conversion, floors
 from transformer_calculator.measured_runs.runs import read_runs, write_runs
 from transformer_calculator.measured_runs.setup import serving_setup
-from transformer_calculator.serving import request_times
+from transformer_calculator.service.serving import request_times
 
 
 def run(*argv: str) -> tuple[int, str, str]:

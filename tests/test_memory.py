@@ -8,7 +8,7 @@ import decoder_reference as R
 from decoder_reference import CHIP_24GIB, PLAIN_335M
 import transformer_arithmetic as ta
 from transformer_arithmetic import memory
-from transformer_arithmetic.reference_model import Decoder, cache_bytes
+from transformer_arithmetic.runs.reference_model import Decoder, cache_bytes
 
 pytestmark = pytest.mark.torch_kernels
 
@@ -131,7 +131,7 @@ def test_bad_inputs_name_the_bad_value(call, words):
 
 
 def test_a_static_cache_gives_the_same_logits_and_holds_the_predicted_bytes():
-    from transformer_arithmetic.reference_model import StaticCache
+    from transformer_arithmetic.runs.reference_model import StaticCache
 
     shape = ta.ModelShape(layers=2, heads=4, kv_heads=2, head_dim=8, ffn_width=32, vocab=40, bytes_per_number=4)
     torch.manual_seed(2)

@@ -11,10 +11,11 @@ import torch
 
 from family_forms import build, counts, quiet_on_one_thread, real_cache, shrunk_form  # noqa: F401
 from families_table import per_token
-from transformer_calculator import costs, report
-from transformer_calculator.config import model_from_config
-from transformer_calculator.meta_route import available
-from transformer_calculator.mixers import MixerKind
+from transformer_calculator.counting import costs
+from transformer_calculator.command_line.report import report
+from transformer_calculator.reading.config import model_from_config
+from transformer_calculator.reading.meta_route import available
+from transformer_calculator.anatomy.mixers import MixerKind
 from transformer_arithmetic import EXAMPLE_ACCELERATOR
 
 pytestmark = [pytest.mark.transformers, pytest.mark.meta_device, pytest.mark.torch_counts,
@@ -70,7 +71,7 @@ def test_a_packed_format_on_the_meta_route_is_refused_in_one_line(flag, value, c
     """A model counted from its tensors has no matrix roles and no cache vectors: a format
     that packs either is refused (exit 2, one line naming the flag), while the model's own
     format still gives its cache, as the layout route does for the same file."""
-    from transformer_calculator.cli import main
+    from transformer_calculator.command_line.cli import main
 
     assert main(["report", "llama-3-8b", "--route", "transformers", flag, value]) == 2
     err = capsys.readouterr().err.strip()

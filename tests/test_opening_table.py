@@ -7,7 +7,7 @@ import torch
 
 import transformer_arithmetic as ta
 from transformer_arithmetic.shapes import opening_table
-from transformer_arithmetic.reference_model import Decoder
+from transformer_arithmetic.runs.reference_model import Decoder
 
 pytestmark = pytest.mark.torch_kernels
 

@@ -23,7 +23,7 @@ from torch.utils.flop_counter import FlopCounterMode
 import transformer_arithmetic as ta
 from decoder_reference import CHIP_24GIB, PLAIN_335M
 from transformer_arithmetic import intensity, memory, timing, training, work
-from transformer_arithmetic.reference_model import Decoder
+from transformer_arithmetic.runs.reference_model import Decoder
 
 pytestmark = pytest.mark.torch_counts
 
@@ -159,7 +159,7 @@ def test_decode_attention_waits_on_reading_at_any_context():
 
 
 def test_the_real_model_on_its_chip_the_issue_figures():
-    from transformer_calculator.plain import shipped_shape
+    from transformer_calculator.reading.plain import shipped_shape
     llama = shipped_shape("llama-3-8b")
     h100 = ta.accelerator_of(__import__("published").chip("h100-sxm"))
     assert round(timing.decode_step_time(llama, h100, 2048) * 1e3, 2) == 4.56

@@ -10,15 +10,15 @@ import json
 
 import pytest
 
-from transformer_calculator.activations import RECOMPUTE
-from transformer_calculator.chips import chip
-from transformer_calculator.cli import load_model, main
+from transformer_calculator.counting.activations import RECOMPUTE
+from transformer_calculator.counting.chips import chip
+from transformer_calculator.command_line.cli import load_model, main
 from transformer_calculator.planning import Space, TrainingGoal, training_plans
 from transformer_calculator.planning.space import divisors
 from transformer_calculator.planning.training_search import micro_batch_choices
 from transformer_calculator.splits import (Split, chip_link, chip_machine,
                                            chip_network, training_split)
-from transformer_calculator.training import Training
+from transformer_calculator.counting.training import Training
 
 H100 = chip("h100-sxm")
 LINKS = {"link": chip_link(H100), "network": chip_network(H100),
@@ -123,8 +123,8 @@ def test_bad_input_is_one_line_and_exit_2(extra, capsys):
 def test_the_service_search_takes_the_best_batch_of_every_unit():
     from transformer_calculator.planning import ServingGoal, serving_plans
     from transformer_calculator.planning.serving_search import BATCHES, units
-    from transformer_calculator.report import Request
-    from transformer_calculator.serving import Serving
+    from transformer_calculator.service.serving import Request
+    from transformer_calculator.service.serving import Serving
     from transformer_calculator.splits import serving_split
 
     model, _ = load_model("llama-3-8b")

@@ -41,7 +41,7 @@ from book_files import ROOT
 pytestmark = pytest.mark.slow(seconds=8)
 
 TESTS = ROOT / "tests"
-TORCH_MODULES = {"torch", "decoder_reference", "hf_reference", "transformer_arithmetic.reference_model"}
+TORCH_MODULES = {"torch", "decoder_reference", "hf_reference", "transformer_arithmetic.runs.reference_model"}
 """Imports that put PyTorch to work in a test file."""
 
 ONEDNN_RANK = [("AMX", 4), ("AVX-512", 3), ("AVX2", 2), ("AVX", 1.5), ("SSE4.1", 1)]

@@ -20,8 +20,8 @@ import pytest
 import torch
 
 import hf_reference as H
-from transformer_calculator import stored
-from transformer_calculator.config import model_from_config
+from transformer_calculator.counting import stored
+from transformer_calculator.reading.config import model_from_config
 
 pytestmark = [pytest.mark.transformers, pytest.mark.torch_counts, pytest.mark.slow(seconds=10)]
 

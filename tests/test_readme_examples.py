@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer_calculator.cli import main
+from transformer_calculator.command_line.cli import main
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 PROMPT = "$ python -m transformer_calculator "

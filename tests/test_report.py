@@ -13,13 +13,15 @@ import pytest
 import decoder_reference as R
 from decoder_reference import CHIP_24GIB, PLAIN_335M
 import transformer_arithmetic as ta
-from transformer_calculator import costs
-from transformer_calculator.cli import main
-from transformer_calculator.config import example_config_path, example_configs, read_config, model_from_config
-from transformer_calculator.chips import parse_accelerator
-from transformer_calculator.plain import model_of
-from transformer_calculator.report import Request, format_report, report
-from transformer_calculator.serving import served
+from transformer_calculator.counting import costs
+from transformer_calculator.command_line.cli import main
+from transformer_calculator.reading.config import (example_config_path, example_configs,
+    read_config, model_from_config)
+from transformer_calculator.counting.chips import parse_accelerator
+from transformer_calculator.reading.plain import model_of
+from transformer_calculator.service.serving import Request
+from transformer_calculator.command_line.report import format_report, report
+from transformer_calculator.service.serving import served
 
 pytestmark = pytest.mark.torch_kernels
 

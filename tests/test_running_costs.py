@@ -10,8 +10,8 @@ import json
 import pytest
 
 import published
-from transformer_calculator.cli import main
-from transformer_calculator.running_costs import running_costs
+from transformer_calculator.command_line.cli import main
+from transformer_calculator.counting.running_costs import running_costs
 
 
 def run(*argv: str) -> tuple[int, str, str]:

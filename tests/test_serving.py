@@ -19,13 +19,16 @@ import published
 import transformer_arithmetic as ta
 from transformer_arithmetic.data_parallel import zero_part_bytes
 from transformer_arithmetic.memory import packed_bits_per_weight
-from transformer_calculator import costs, serving, stored
-from transformer_calculator.chips import chip, derated
-from transformer_calculator.cli import main
-from transformer_calculator.config import example_config_path, model_from_config, read_config
-from transformer_calculator.formats import CACHE_FORMATS, WEIGHT_FORMATS, Packed
-from transformer_calculator.matrices import Matrix, matrices
-from transformer_calculator.report import Request, report
+from transformer_calculator.counting import costs, stored
+from transformer_calculator.service import serving
+from transformer_calculator.counting.chips import chip, derated
+from transformer_calculator.command_line.cli import main
+from transformer_calculator.reading.config import (example_config_path,
+    model_from_config, read_config)
+from transformer_calculator.anatomy.formats import CACHE_FORMATS, WEIGHT_FORMATS, Packed
+from transformer_calculator.anatomy.matrices import Matrix, matrices
+from transformer_calculator.service.serving import Request
+from transformer_calculator.command_line.report import report
 
 ENGINE = serving.VLLM_DEFAULTS
 H100 = chip("h100-sxm")

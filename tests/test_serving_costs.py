@@ -9,8 +9,8 @@ import json
 import pytest
 
 import published
-from transformer_calculator.cli import main
-from transformer_calculator.running_costs import per_million_tokens
+from transformer_calculator.command_line.cli import main
+from transformer_calculator.counting.running_costs import per_million_tokens
 
 
 def _report(capsys, *extra) -> dict:

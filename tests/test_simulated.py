@@ -12,7 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer_arithmetic import simulated as sim
+from transformer_arithmetic.examples import simulated as sim
 
 pytestmark = pytest.mark.torch_kernels
 
@@ -153,7 +153,7 @@ def test_arrays() -> None:
 
 
 def test_the_derivation_rebuilds_the_stored_tables() -> None:
-    from transformer_arithmetic import simulated_derivation as derive_simulated
+    from transformer_arithmetic.examples import simulated_derivation as derive_simulated
 
     assert derive_simulated.derive_logits() == sim.LOGITS
     assert derive_simulated.derive_next_logits() == sim.NEXT_LOGITS

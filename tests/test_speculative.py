@@ -11,11 +11,11 @@ import pytest
 
 import transformer_arithmetic as ta
 from transformer_arithmetic import timing
-from transformer_calculator.chips import chip
-from transformer_calculator.cli import main
-from transformer_calculator.plain import model_of
-from transformer_calculator.serving import Serving
-from transformer_calculator.speculative import speculative_row
+from transformer_calculator.counting.chips import chip
+from transformer_calculator.command_line.cli import main
+from transformer_calculator.reading.plain import model_of
+from transformer_calculator.service.serving import Serving
+from transformer_calculator.service.speculative import speculative_row
 
 SHAPE = ta.ModelShape(layers=32, heads=32, kv_heads=8, head_dim=128, ffn_width=14336,
                       vocab=128256, gated_ffn=True, tied_embeddings=True, name="t")

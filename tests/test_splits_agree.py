@@ -35,12 +35,12 @@ from test_calculator_agrees import chips, plain_shapes
 from transformer_arithmetic import collectives, data_parallel, pipeline, tensor_parallel
 from transformer_arithmetic import splits as teaching_splits
 from transformer_arithmetic.collectives import Link
-from transformer_calculator import costs
-from transformer_calculator.plain import model_of
+from transformer_calculator.counting import costs
+from transformer_calculator.reading.plain import model_of
 from transformer_calculator.splits import Split, check_split, device_model, stage_models
 from transformer_calculator.splits import comm
 from transformer_calculator.splits.training_split import _step
-from transformer_calculator.training import Training, step_memory
+from transformer_calculator.counting.training import Training, step_memory
 
 links = st.builds(Link, bytes_per_s=st.floats(1e9, 1e12),
                   step_latency_s=st.floats(1e-7, 1e-4))

@@ -9,7 +9,8 @@ import torch
 from torch.nn import functional as F
 
 from book_machinery import figures
-from transformer_arithmetic import convolution, simulated, summaries
+from transformer_arithmetic import convolution, summaries
+from transformer_arithmetic.examples import simulated
 
 pytestmark = pytest.mark.torch_kernels
 

@@ -12,14 +12,15 @@ import pytest
 
 from transformer_arithmetic import ModelShape
 from transformer_arithmetic.memory import layer_activation_bytes
-from transformer_calculator.activations import activation_bytes
-from transformer_calculator.chips import chip
-from transformer_calculator.cli import main
-from transformer_calculator.config import example_config_path, model_from_config, read_config
-from transformer_calculator.plain import model_of
-from transformer_calculator.training import (ALL_LINEAR, Lora, Training, lora_parameters,
-                                             optimizer_state_bytes)
-from transformer_calculator.training_time import step_work, train_figures
+from transformer_calculator.counting.activations import activation_bytes
+from transformer_calculator.counting.chips import chip
+from transformer_calculator.command_line.cli import main
+from transformer_calculator.reading.config import (example_config_path,
+    model_from_config, read_config)
+from transformer_calculator.reading.plain import model_of
+from transformer_calculator.counting.training import (ALL_LINEAR, Lora, Training,
+    lora_parameters, optimizer_state_bytes)
+from transformer_calculator.counting.training_time import step_work, train_figures
 
 
 SHAPE = ModelShape(layers=2, heads=4, kv_heads=2, head_dim=16, ffn_width=96, vocab=512, gated_ffn=True,

@@ -24,8 +24,9 @@ from torch.utils.flop_counter import FlopCounterMode
 
 import transformer_arithmetic as ta
 from decoder_reference import CHIP_24GIB, PLAIN_335M
-from transformer_arithmetic import memory, reference_model, sampling, timing, training, work
-from transformer_arithmetic.reference_model import Decoder
+from transformer_arithmetic import memory, sampling, timing, training, work
+from transformer_arithmetic.runs import reference_model
+from transformer_arithmetic.runs.reference_model import Decoder
 from transformer_arithmetic.units import power_text
 
 pytestmark = pytest.mark.torch_kernels

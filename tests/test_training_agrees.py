@@ -32,9 +32,9 @@ from hypothesis import strategies as st
 import transformer_arithmetic as ta
 from test_calculator_agrees import chips, plain_shapes
 from transformer_arithmetic import memory, training
-from transformer_calculator import training_time
-from transformer_calculator.plain import model_of
-from transformer_calculator.training import Training, step_memory
+from transformer_calculator.counting import training_time
+from transformer_calculator.reading.plain import model_of
+from transformer_calculator.counting.training import Training, step_memory
 
 RECOMPUTE = {"selective": ("score grids", False), "none": ("nothing", True)}
 """The calculator's recomputation: (the teaching count's recompute, keep_scores)."""

@@ -18,9 +18,9 @@ import dataclasses
 import pytest
 
 from transformer_arithmetic.units import GIB
-from transformer_calculator.chips import chip
-from transformer_calculator.cli import load_model
-from transformer_calculator.engine_memory import vllm
+from transformer_calculator.counting.chips import chip
+from transformer_calculator.command_line.cli import load_model
+from transformer_calculator.service.engine_memory import vllm
 from transformer_calculator.splits import Split, chip_link, stage_models
 
 CASES = [  # (source, model, chip, total GiB from the log or None, tp, version,

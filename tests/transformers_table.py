@@ -16,8 +16,8 @@ import sys
 import torch
 
 from hf_reference import PUBLISHED, build, cache_bytes, parameter_count, published, quiet
-from transformer_calculator import costs
-from transformer_calculator.config import model_from_config
+from transformer_calculator.counting import costs
+from transformer_calculator.reading.config import model_from_config
 from transformer_arithmetic.units import size_text
 
 LONG = 32_768

@@ -41,14 +41,16 @@ counts, units) and never hands them a layout: a plain decoder's layout agrees wi
 formulas quantity by quantity (``tests/test_calculator_agrees.py``).
 """
 
-from .chips import chip, chips, derated
-from .config import example_config_path, example_configs, model_from_config, read_config
-from .model import Model
-from .report import Request, format_report, report
-from .serving import Serving
+from .counting.chips import chip, chips, derated
+from .reading.config import (example_config_path, example_configs, model_from_config,
+    read_config)
+from .anatomy.model import Model
+from .service.serving import Request
+from .command_line.report import format_report, report
+from .service.serving import Serving
 from .splits import Split, serving_split, splits_that_fit, training_split
-from .training import Lora, Training
-from .training_time import train_figures
+from .counting.training import Lora, Training
+from .counting.training_time import train_figures
 
 __all__ = [
     "Model",

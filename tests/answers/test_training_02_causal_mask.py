@@ -6,7 +6,7 @@ import torch
 
 import transformer_arithmetic as ta
 from checking import check
-from transformer_arithmetic import simulated
+from transformer_arithmetic.examples import simulated
 
 pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 

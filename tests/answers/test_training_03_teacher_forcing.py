@@ -7,7 +7,7 @@ import pytest
 
 import published
 import transformer_arithmetic as ta
-from transformer_calculator.plain import shipped_shape
+from transformer_calculator.reading.plain import shipped_shape
 from checking import check
 from decoder_reference import parameters as torch_params  # a real decoder's, built on the meta device
 

@@ -8,12 +8,12 @@ import torch
 
 import published
 import transformer_arithmetic as ta
-from transformer_calculator.plain import shipped_shape
+from transformer_calculator.reading.plain import shipped_shape
 from checking import check
 from decoder_reference import cache_bytes_per_token as real_cache_bytes_per_token
 from decoder_reference import layer_matrix_weights, parameters
 from decoder_reference import weight_bytes as real_weight_bytes
-from transformer_arithmetic.reference_model import Decoder
+from transformer_arithmetic.runs.reference_model import Decoder
 
 pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 

@@ -6,11 +6,11 @@ import torch
 
 import published
 import transformer_arithmetic as ta
-from transformer_calculator.plain import shipped_shape
+from transformer_calculator.reading.plain import shipped_shape
 from checking import check
 from decoder_reference import cache_bytes_per_token, parameters, weight_bytes
-from transformer_arithmetic import simulated
-from transformer_arithmetic.reference_model import Decoder
+from transformer_arithmetic.examples import simulated
+from transformer_arithmetic.runs.reference_model import Decoder
 
 pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 

@@ -8,7 +8,7 @@ import pytest
 
 import published
 import transformer_arithmetic as ta
-from transformer_calculator.plain import shipped_shape
+from transformer_calculator.reading.plain import shipped_shape
 from checking import check
 from decoder_reference import (cache_bytes_per_token, kernels_decode, kernels_prefill,
                                matrices, matrix_flops_per_token)

@@ -4,7 +4,7 @@ import torch
 from torch.nn import functional as F
 
 from checking import check
-from transformer_arithmetic import simulated
+from transformer_arithmetic.examples import simulated
 
 pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 

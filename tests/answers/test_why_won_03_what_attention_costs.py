@@ -9,7 +9,7 @@ from checking import check
 from decoder_reference import cache_bytes_per_token as real_cache_bytes_per_token  # of a real decode loop
 from decoder_reference import parameters as real_parameters  # a real decoder's, built on the meta device
 from decoder_reference import kernels_decode, matrices
-from transformer_arithmetic.reference_model import Decoder
+from transformer_arithmetic.runs.reference_model import Decoder
 
 pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 

@@ -13,7 +13,7 @@ import transformer_arithmetic as ta
 import transformer_calculator
 from published import model_config_path
 from checking import check, given
-from transformer_arithmetic.reference_model import Decoder
+from transformer_arithmetic.runs.reference_model import Decoder
 
 pytestmark = [pytest.mark.torch_kernels, pytest.mark.notebooks]
 

@@ -13,10 +13,11 @@ import math
 import dataclasses
 from types import SimpleNamespace
 
-from ..chips import Chip
-from ..model import Model
+from ..counting.chips import Chip
+from ..anatomy.model import Model
 from ..splits import Split, chip_link, stage_models
 from .fractions import fractions
+from .interval import estimate_with_interval
 from .serving import Estimate, serving_parts, step_seconds, tpot_seconds, ttft_seconds
 from .training import training_parts, training_tokens_per_s
 
@@ -42,8 +43,6 @@ def at_peak(chip: Chip) -> Chip:
 
 def _estimate(quantity: str, regime_engine: str, floor: float, value: float,
               unit: str, bound: str) -> Estimate:
-    from ..measured_runs.check import estimate_with_interval
-
     return estimate_with_interval(quantity, regime_engine, floor, value, fractions(),
                                   unit, bound)
 
@@ -66,8 +65,8 @@ def serving_estimates(model: Model, chip: Chip, split: Split | None, lengths,
         est = _estimate("tpot_ms", name, floor * 1e3, step * 1e3, "ms", "least")
         decode.append({"context": n, "seconds_per_token": est.as_dict()})
     rows = []
-    from ..costs import prefill_time
-    from ..serving import request_times
+    from ..counting.costs import prefill_time
+    from ..service.serving import request_times
 
     for q in requests:
         for b in batches:
@@ -88,7 +87,7 @@ def serving_estimates(model: Model, chip: Chip, split: Split | None, lengths,
 
 
 def _decode_floor(stage: Model, chip: Chip, n: int) -> float:
-    from ..costs import decode_step_time
+    from ..counting.costs import decode_step_time
 
     return decode_step_time(stage, chip, n, 1)
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..chips import Chip
-from ..model import Model
-from ..engine_memory import kv_budget
-from ..serving import Serving, conversation_bytes
+from ..counting.chips import Chip
+from ..anatomy.model import Model
+from ..service.engine_memory import kv_budget
+from ..service.serving import Serving, conversation_bytes
 from ..splits import Split
 from .fractions import Fractions, fractions
 from .terms import (Count, Roof, collective_terms, decode_terms,

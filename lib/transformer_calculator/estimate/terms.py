@@ -21,12 +21,12 @@ from dataclasses import dataclass
 
 import published
 
-from ..chips import Chip, rate_for
-from ..costs import arithmetic_time, cache_bytes, prefill_limits
-from ..matrices import matrices
-from ..model import Model
-from ..stored import (caching_kinds, expert_kinds, matrix_bytes, one_expert,
-                      read_bytes, tables)
+from ..counting.chips import Chip, rate_for
+from ..counting.costs import arithmetic_time, cache_bytes, prefill_limits
+from ..anatomy.matrices import matrices
+from ..anatomy.model import Model
+from ..counting.stored import (caching_kinds, expert_kinds, matrix_bytes, one_expert,
+    read_bytes, tables)
 from ..splits import Split, expert_layers
 
 __all__ = ["Roof", "Count", "GROUPS", "generation", "decode_terms", "prefill_terms",

@@ -24,8 +24,8 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from ..chips import rate_for
-from ..training_time import micro_batch_bytes, optimizer_bytes, step_work
+from ..counting.chips import rate_for
+from ..counting.training_time import micro_batch_bytes, optimizer_bytes, step_work
 from ..splits import stage_models
 from ..splits.comm import dp_seconds, pp_seconds, tp_seconds
 from ..splits.links import groups

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from ..feedforward import Experts, FeedForward, FeedForwardPart
-from ..layout import Block, Layout
-from ..mixers import Attention, LatentAttention
+from ..anatomy.feedforward import Experts, FeedForward, FeedForwardPart
+from ..anatomy.layout import Block, Layout
+from ..anatomy.mixers import Attention, LatentAttention
 from .parts import NORM_NAMES, NORM_NUMBERS, Flag, QKNorm, resolve
 from .reader import MAX_LAYERS, Reader, short
 from .rules_attention import Windows, head_dim_from_field, kv_from_field

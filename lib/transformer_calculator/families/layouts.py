@@ -4,9 +4,9 @@ part each. Each rule says in its docstring which ``transformers`` code it follow
 
 from __future__ import annotations
 
-from ..feedforward import Experts, FeedForward
-from ..layout import Block, Layout
-from ..mixers import LatentAttention
+from ..anatomy.feedforward import Experts, FeedForward
+from ..anatomy.layout import Block, Layout
+from ..anatomy.mixers import LatentAttention
 from .reader import MAX_LAYERS, Reader
 
 __all__ = ["layout_longcat"]

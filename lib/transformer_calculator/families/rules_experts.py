@@ -9,8 +9,8 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..attention_kinds import MixtureOfAttention
-from ..feedforward import Experts, FeedForward
+from ..anatomy.attention_kinds import MixtureOfAttention
+from ..anatomy.feedforward import Experts, FeedForward
 from .parts import Flag, resolve
 from .reader import Reader, whole_field
 from .rules_layers import index_list

@@ -4,8 +4,8 @@ docstring which ``transformers`` code it follows (``transformers`` 5.24)."""
 
 from __future__ import annotations
 
-from ..recurrent import MLstm, RgLru, RwkvChannelMix, RwkvTimeMix
-from ..feedforward import FeedForward
+from ..anatomy.recurrent import MLstm, RgLru, RwkvChannelMix, RwkvTimeMix
+from ..anatomy.feedforward import FeedForward
 from .reader import Reader
 
 

@@ -10,30 +10,14 @@ likeliest cause the calculator can name (``below_floor``).
 from __future__ import annotations
 
 from ..estimate.fractions import Fractions, fractions
+from ..estimate.interval import REGIME_NAMES, estimate_with_interval
 from ..estimate.serving import Estimate, serving_parts, tpot_seconds, ttft_seconds
 from ..estimate.training import training_parts, training_tokens_per_s
 from . import floors
 from .runs import Run
 from .setup import serving_setup, training_setup
 
-__all__ = ["check_run", "check_runs", "estimate_with_interval", "REGIME_NAMES"]
-
-REGIME_NAMES = {"tpot_ms": "time between tokens", "ttft_ms": "time to the first token",
-                "tokens_per_s_per_chip": "training tokens a second a chip"}
-"""Each estimated quantity's regime name (an interval's regime is this and the
-engine)."""
-
-
-def estimate_with_interval(quantity: str, engine: str, floor: float, value: float,
-                           fr: Fractions, unit: str, bound: str) -> Estimate:
-    """The ``Estimate`` of ``quantity`` with its regime's interval, none of it past
-    the floor (a time at least the floor, a rate at most it)."""
-    regime = f"{REGIME_NAMES[quantity]}, {engine}"
-    iv = fr.interval(regime)
-    side = max if bound == "least" else min
-    value = side(value, floor)
-    return Estimate(quantity, unit, bound, floor, value, side(value * iv.low, floor),
-                    side(value * iv.high, floor), iv.share, iv.runs, regime)
+__all__ = ["check_run", "check_runs"]
 
 
 def _figures(est: Estimate, measured: float | None) -> dict:

@@ -14,8 +14,8 @@ calculator's roofline allows, never an estimate.
 from __future__ import annotations
 
 import math
-from ..serving import Serving, largest_batch, request_times
-from ..costs import prefill_time
+from ..service.serving import Serving, largest_batch, request_times
+from ..counting.costs import prefill_time
 from ..splits import training_split
 from .setup import ServingSetup, TrainingSetup
 

@@ -8,14 +8,14 @@ import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..chips import Chip, chip
-from ..cli_options import WEIGHT_CHOICES, UsageError, apply_formats, load_model
-from ..formats import CACHE_FORMATS
-from ..model import Model
-from ..serving import served
+from ..counting.chips import Chip, chip
+from ..reading.inputs import WEIGHT_CHOICES, UsageError, apply_formats, load_model
+from ..anatomy.formats import CACHE_FORMATS
+from ..anatomy.model import Model
+from ..service.serving import served
 from ..splits import (Split, check_split, chip_link, chip_machine, chip_network,
                       stage_models)
-from ..training import GRADIENTS, OPTIMIZERS, Training
+from ..counting.training import GRADIENTS, OPTIMIZERS, Training
 from .runs import Run
 
 __all__ = ["ServingSetup", "TrainingSetup", "serving_setup", "training_setup",

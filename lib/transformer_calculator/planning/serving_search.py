@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model import Model
-from ..report import Request
-from ..serving import Serving
+from ..anatomy.model import Model
+from ..service.serving import Request
+from ..service.serving import Serving
 from ..splits import serving_split
 from .space import Space, divisors, tp_sizes
 

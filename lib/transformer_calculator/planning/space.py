@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ..model import Model
+from ..anatomy.model import Model
 from ..splits import Split, check_split
 from ..splits.checks import experts_of
 

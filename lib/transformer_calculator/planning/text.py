@@ -3,7 +3,7 @@ memory a device, its time by cause (floors), and why it ranks where it does."""
 
 from __future__ import annotations
 
-from ..report_text import bytes_text, seconds_text
+from ..counting.text import bytes_text, seconds_text
 
 __all__ = ["why_training", "why_serving", "training_lines", "serving_lines"]
 

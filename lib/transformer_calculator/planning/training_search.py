@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..activations import RECOMPUTE
-from ..training import Training, bytes_per_parameter
-from ..costs import parameters
+from ..counting.activations import RECOMPUTE
+from ..counting.training import Training, bytes_per_parameter
+from ..counting.costs import parameters
 from .space import MOST_CP, Space, divisors, expert_sizes, groups
 from ..splits import training_split
 

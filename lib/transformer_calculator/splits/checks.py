@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from transformer_arithmetic.pipeline import uneven_stage_layers
 
-from ..feedforward import Experts, FeedForward
-from ..mixers import Attention, LatentAttention
-from ..model import Model
+from ..anatomy.feedforward import Experts, FeedForward
+from ..anatomy.mixers import Attention, LatentAttention
+from ..anatomy.model import Model
 from .plan import Split
 
 __all__ = ["check_split", "stage_layers", "physical_experts", "experts_of"]

@@ -21,9 +21,9 @@
 
 from __future__ import annotations
 
-from ..mixers import Attention, LatentAttention
-from ..model import Model
-from ..training import Training, trainable_parameters
+from ..anatomy.mixers import Attention, LatentAttention
+from ..anatomy.model import Model
+from ..counting.training import Training, trainable_parameters
 from .links import collective_time, send_seconds
 from .plan import Split
 

@@ -19,7 +19,7 @@ import published
 from transformer_arithmetic.checks import checked_whole
 from transformer_arithmetic.collectives import Link, link_of
 
-from ..chips import Chip
+from ..counting.chips import Chip
 
 __all__ = ["MAX_SPLIT", "GIVEN_LINK_KIND", "CP_KINDS", "Split", "interconnect",
            "chip_link", "chip_network", "chip_machine"]

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from transformer_arithmetic.search import first_true
 
-from .. import costs, serving
-from ..chips import Chip
-from ..model import Model
-from ..serving import Serving
+from ..counting import costs
+from ..service import serving
+from ..counting.chips import Chip
+from ..anatomy.model import Model
+from ..service.serving import Serving
 from .checks import check_split, experts_of
 from .comm import ep_seconds, pp_seconds, tp_seconds
 from .links import crossing_notes

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..feedforward import Experts, FeedForward
-from ..mixers import Attention
-from ..model import Model
+from ..anatomy.feedforward import Experts, FeedForward
+from ..anatomy.mixers import Attention
+from ..anatomy.model import Model
 from .checks import physical_experts, stage_layers
 from .plan import Split
 

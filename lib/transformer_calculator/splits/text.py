@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ..report_text import bytes_text, seconds_text, table
+from ..counting.text import bytes_text, seconds_text, table
 
 __all__ = ["split_head", "serving_split_head", "serving_split_times",
            "training_split_lines"]

@@ -29,11 +29,11 @@ import dataclasses
 
 from transformer_arithmetic.pipeline import interleaved_micro_batches_held
 
-from .. import training_time
-from ..activations import Shares
-from ..chips import Chip
-from ..model import Model
-from ..training import Training, bytes_per_parameter, step_memory
+from ..counting import training_time
+from ..counting.activations import Shares
+from ..counting.chips import Chip
+from ..anatomy.model import Model
+from ..counting.training import Training, bytes_per_parameter, step_memory
 from .checks import check_split, experts_of, stage_layers
 from .comm import (cp_seconds, dp_seconds, ep_seconds, pp_seconds, tp_seconds,
                    zero3_seconds)
