@@ -363,7 +363,7 @@ def _serving_fit(model: Model, used: np.ndarray, sweeps: int) -> np.ndarray:
     stepped = sorted({*v.r_ka.tolist(), *v.r_kb.tolist(), *v.c_k.tolist(),
                       *model.k_interf.tolist()})
     rest = [j for j in range(len(model.keys)) if j not in set(stepped)]
-    theta = fit(model, tpot, sweeps, stepped)
+    theta = fit(model, tpot, sweeps + 1, stepped)
     theta = fit(model, ttft, sweeps, rest, theta)
     return fit(model, tpot, 1, sorted(set(model.k_interf.tolist())), theta)
 
