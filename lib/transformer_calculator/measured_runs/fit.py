@@ -10,11 +10,13 @@ tokens a second), every kernel's fraction of peak held at most 1. It is
 deterministic: the same runs give the same file, its values rounded to four
 significant figures. It needs numpy (the calculator itself does not).
 
-The serving runs with attention data parallel are checked (their errors count among
-the held-out models' and their regimes') but not fitted: their prompts' queueing and
-the disaggregated runs' rate matching between workers are not modelled, and fitted
-they pull the other runs' fractions away (the held-out errors of both times rise,
-theirs included).
+Serving is fitted in three stages (``_serving_fit``): the values a decode step uses
+to the times between tokens, then the rest (a prompt's pass, the first token's fixed
+times and waits) to the times to the first token, then the share of prompt passes a
+decode step waits for again; so the first token's terms cannot pull the decode
+step's fractions. The serving runs with attention data parallel are checked (their
+errors count among the held-out models' and their regimes') but not fitted: fitted,
+they pull the other runs' fractions away.
 """
 
 from __future__ import annotations
