@@ -84,7 +84,7 @@ def test_the_fits_vector_prices_each_run_as_the_estimate_does():
         for engine, batch, dis in (("vllm", 8, False), ("trtllm", 300, False),
                                    ("sglang", 4, True)):
             p = serving_parts((st,), (st,), c, split, split, 1024, 256, batch, engine,
-                              dis)
+                              dis, None, 4, 2)
             for q in ("tpot_ms", "ttft_ms"):
                 cases.append(fit.Case(name, name, q, 1.0, p, f"{q}, {engine}", 0.0))
     model = fit.Model(cases)

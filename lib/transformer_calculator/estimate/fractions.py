@@ -2,14 +2,20 @@
 (``python -m transformer_calculator.measured_runs.fit``), never typed in code.
 
 Each value is named by a key: ``compute:{architecture}:{bf16|fp8|fp4}`` and
-``read:{architecture}`` (the weight matrices' arithmetic and reading),
-``attention compute:...`` and ``attention read:...`` (attention over a prompt or a
-cache), each the inverse of the fraction of peak reached (at least 1);
-``layer:{engine}`` and ``step:{engine}`` (seconds a layer and a step that no roof
-holds), ``latency:{link}`` and ``link:{link}`` (multiples of the published step
-latency and of the link's bytes a second), the request's terms
-(``interference``, ``first token``, ``queue``, ``queue power``,
-``disaggregated``), and training's
+``read:{architecture}`` (the weight matrices' arithmetic and reading in a decode
+step), ``prefill compute:...`` and ``prefill expert compute:...`` (a prompt's pass:
+the dense matrices and the routed experts), ``expert read:...`` (the experts' reading
+in a prompt's pass), ``attention compute:...`` and ``attention read:...`` (attention
+over a prompt or a cache), each the inverse of the fraction of peak reached (at least
+1); ``layer:{engine}`` and ``step:{engine}`` (seconds a layer and a step that no roof
+holds), ``prefill expert:{engine}`` (seconds an expert a layer a prompt reaches),
+``latency:{link}`` and ``link:{link}`` (multiples of the published step latency and
+of the link's bytes a second), the request's terms (``interference``: the share of
+prompt passes a decode step waits for; ``first token`` and ``first token layer``:
+seconds a request and a layer; ``queue`` and ``burst``: multiples of the closed
+loop's wait and of the first round's, ``estimate/serving.py``; ``disaggregated`` and
+``disaggregated queue``: multiples of the prompt workers' pass and of their queue's
+wait), and training's
 (``train compute``, ``train read``; ``train tp link``, ``train pp link``,
 ``train pp latency``, ``train dp link``: multiples of what the split counts on each
 link; ``train tp step:{pipelined|alone}``, ``train layer``, ``train fixed``: seconds

@@ -65,8 +65,11 @@ def generation(chip: Chip) -> str:
     return chip.facts.architecture if chip.facts is not None else "unknown"
 
 
-def _matrix_roofs(model: Model, chip: Chip, tokens: int, gen: str) -> list[Roof]:
-    """The weight matrices' kernels for a step carrying ``tokens`` tokens."""
+def _matrix_roofs(model: Model, chip: Chip, tokens: int, gen: str,
+                  phase: str = "") -> list[Roof]:
+    """The weight matrices' kernels for a step carrying ``tokens`` tokens (``phase``
+    ``"prefill "`` for a prompt's pass: its products of many rows reach their own
+    fractions of peak, apart from a decode step's few rows)."""
     groups: dict[tuple[str, str], list[float]] = {}
     gathered = {m.name for m in tables(model)}
 
@@ -96,8 +99,16 @@ def _matrix_roofs(model: Model, chip: Chip, tokens: int, gen: str) -> list[Roof]
         flops = 2 * tokens * e.tokens_from * e.working_per_token * e.expert_parameters
         add("experts", fmt.compute if fmt is not None else "bf16", layers * flops,
             layers * dequant, layers * touched * nbytes)
-    return [Roof(name, a, r, f"compute:{gen}:{c}", f"read:{gen}")
-            for (name, c), (a, r) in groups.items()]
+    kind = _kind if phase else (lambda name: "")
+    return [Roof(name, a, r, f"{phase}{kind(name)}compute:{gen}:{c}",
+                 f"{kind(name)}read:{gen}") for (name, c), (a, r) in groups.items()]
+
+
+def _kind(name: str) -> str:
+    """The prefix of a kernel's fractions: the routed experts' grouped products
+    (many small matrices, each with a few tokens) reach their own fractions of peak,
+    apart from the dense matrices'."""
+    return "expert " if name == "experts" else ""
 
 
 def _rest(name: str, total_arith: float, total_read: float, roofs: list[Roof],
@@ -137,10 +148,12 @@ def _weights_read(model: Model, tokens: int, positions: int) -> int:
 
 
 def prefill_terms(model: Model, chip: Chip, tokens: int) -> list:
-    """The pass over one prompt of ``tokens`` tokens on one device: its kernels and a
-    fixed time for each layer."""
+    """The pass over one prompt of ``tokens`` tokens on one device: its kernels, a
+    fixed time for each layer and one for each expert a layer the prompt's tokens
+    reach on the device (each expert's product is a problem of its own, with its own
+    set-up, however few its rows)."""
     gen = generation(chip)
-    roofs = _matrix_roofs(model, chip, tokens, gen)
+    roofs = _matrix_roofs(model, chip, tokens, gen, "prefill ")
     pairs = model.layout.prefill_pair_flops(tokens)
     written = cache_bytes(model, tokens) / chip.bytes_per_s
     attention = Roof("attention over the prompt", pairs / chip.flops_per_s, written,
@@ -148,8 +161,10 @@ def prefill_terms(model: Model, chip: Chip, tokens: int) -> list:
     arith, read = prefill_limits(model, chip, tokens, 1)
     rest = _rest("norms, biases and routers", arith, read, [*roofs, attention], gen)
     layers = len(model.layout.blocks)
+    experts = sum(n * e.touched(tokens) for e, n in expert_kinds(model.layout))
     return [*roofs, attention, rest,
-            Count("a fixed time a layer", layers, "layer:{engine}")]
+            Count("a fixed time a layer", layers, "layer:{engine}"),
+            Count("a fixed time an expert a layer", experts, "prefill expert:{engine}")]
 
 
 def _link(split: Split, chip: Chip, group: int) -> tuple[str, float, float]:

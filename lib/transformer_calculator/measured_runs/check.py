@@ -48,7 +48,8 @@ def _serving(run: Run, fr: Fractions) -> dict:
     batch = s.batch if s.batch is not None else running
     p = serving_parts(s.stages, s.prefill_stages, s.chip, s.split, s.prefill_split,
                       s.prompt, s.answer, batch, s.engine, s.disaggregated,
-                      s.engine_version)
+                      s.engine_version,
+                      s.decode_copies, s.prefill_copies)
     engine = "disaggregated" if s.disaggregated else p.engine
     out: dict = {"batch": batch, "running": p.running}
     floor = floors.tpot_floor(s, running)

@@ -16,8 +16,9 @@ table leaves something out, this states what is assumed:
 - ``batch_size`` is the concurrency of one copy of the attention (the requests in
   flight, a closed loop), the prompt ``isl`` and the answer ``osl`` tokens;
 - a disaggregated run is written as its decode workers (split and batch), with its
-  prompt workers' split beside it (``prefill_tp``, ``prefill_ep``); one without its
-  workers' counts cannot be written.
+  prompt workers' split beside it (``prefill_tp``, ``prefill_ep``) and the number of
+  each (``prefill_workers``, ``decode_workers``); one without its workers' counts
+  cannot be written (``WITHOUT_COUNTS``).
 
 Training (the Ultra-Scale Playbook): 8 H100s a node, sequences of 4,096, the shapes of
 nanotron's benchmark script (``playbook-*`` configs), ``MBS`` x ``GradAcc`` sequences a
@@ -85,6 +86,18 @@ _AS_PUBLISHED = {
 experts)."""
 
 DENSE = ("llama-3.1-70b", "llama-3.1-8b", "qwen3-32b")
+
+WITHOUT_COUNTS = ("a disaggregated run without its workers' counts: the row gives the "
+                  "requests in flight in all and each worker's split, not how many "
+                  "prompt and decode workers there were, so each decode worker's batch "
+                  "and the prompt workers' rate are not known")
+"""Why a disaggregated run with empty ``*_batch_size`` and ``*_num_workers`` columns
+(1,328 of the table's 1,602) cannot be written: its concurrency (in
+``silicon_data_source``) is the decode workers' batch times their number times their
+attention copies (so it is in the 274 rows that give them), and none of those three is
+given; aiconfigurator's own predictor refuses these rows too
+(``tools/accuracy_regression_testing/predict_silicon_sample.py``: "prefill_batch_size
+is required for disagg mode")."""
 """Shipped models of the serving table without experts."""
 
 
@@ -143,14 +156,15 @@ def _serving_row(r: dict) -> dict:
         row.update(split, batch=r["batch_size"])
     else:
         if not r["decode_batch_size"]:
-            return _refused(row, "a disaggregated run without its workers' counts: "
-                            "each decode worker's batch is not known")
+            return _refused(row, WITHOUT_COUNTS)
         split, why = _split(r, "decode_", model)
         prefill, why_prefill = _split(r, "prefill_", model)
         why = why or why_prefill
         row.update(split, batch=r["decode_batch_size"], prefill_tp=prefill["tp"],
                    prefill_ep=prefill.get("ep", ""),
-                   prefill_attention_dp=prefill["attention_dp"])
+                   prefill_attention_dp=prefill["attention_dp"],
+                   prefill_workers=r["prefill_num_workers"],
+                   decode_workers=r["decode_num_workers"])
     row.update(measured_ttft_ms=r["silicon_ttft_ms"],
                measured_tpot_ms=r["silicon_tpot_ms"])
     return _refused(row, why) if why else row

@@ -10,11 +10,13 @@ tokens a second), every kernel's fraction of peak held at most 1. It is
 deterministic: the same runs give the same file, its values rounded to four
 significant figures. It needs numpy (the calculator itself does not).
 
-The serving runs with attention data parallel are checked (their errors count among
-the held-out models' and their regimes') but not fitted: their prompts' queueing and
-the disaggregated runs' rate matching between workers are not modelled, and fitted
-they pull the other runs' fractions away (the held-out errors of both times rise,
-theirs included).
+Serving is fitted in three stages (``_serving_fit``): the values a decode step uses
+to the times between tokens, then the rest (a prompt's pass, the first token's fixed
+times and waits) to the times to the first token, then the share of prompt passes a
+decode step waits for again; so the first token's terms cannot pull the decode
+step's fractions. The serving runs with attention data parallel are checked (their
+errors count among the held-out models' and their regimes') but not fitted: fitted,
+they pull the other runs' fractions away.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..estimate.fractions import FRACTIONS_FILE, Fractions, Interval
-from ..estimate.serving import serving_parts
+from ..estimate.serving import ROUNDS, serving_parts
 from ..estimate.terms import Roof
 from ..estimate.training import training_parts
 from . import conversion, floors
@@ -44,20 +46,25 @@ One of each pair of a family stays out (DeepSeek-V3 beside R1, Llama-3.1-70B bes
 8B, Qwen3-235B beside 32B, the playbook's 3B and 80B beside 1B and 8B), and gpt-oss
 whole."""
 
-START = {"compute": 1.6, "read": 1.25, "attention compute": 2.0, "attention read": 1.5,
+START = {"compute": 1.6, "read": 1.25, "expert compute": 2.0, "expert read": 1.5,
+         "prefill compute": 1.6, "prefill expert compute": 2.0,
+         "prefill expert": 1e-5,
+         "attention compute": 2.0, "attention read": 1.5,
          "layer": 2e-5, "step": 1e-3, "latency": 1.0, "link": 1.5, "interference": 1.0,
-         "first token": 0.02, "first token layer": 2e-4, "queue": 0.3,
-         "queue power": 0.7, "disaggregated": 2.0,
+         "first token": 0.02, "first token layer": 2e-4, "queue": 1.0,
+         "disaggregated": 2.0, "disaggregated queue": 1.0, "burst": 1.0,
          "train compute": 2.0, "train read": 1.5, "train tp step": 1e-4,
          "train tp link": 1.0, "train dp link": 1.0, "train pp latency": 1.0,
          "train pp link": 1.0, "train layer": 1e-3, "train fixed": 0.1}
 """Where the descent starts, by the key's first part."""
 
-LOWEST = {"compute": 1.0, "read": 1.0, "attention compute": 1.0, "attention read": 1.0,
-          "train compute": 1.0, "train read": 1.0, "queue power": 0.0}
+LOWEST = {"compute": 1.0, "read": 1.0, "expert compute": 1.0, "expert read": 1.0,
+          "prefill compute": 1.0, "prefill expert compute": 1.0,
+          "attention compute": 1.0, "attention read": 1.0,
+          "train compute": 1.0, "train read": 1.0}
 """Bounds below: a kernel never beats its roof (a fraction of peak at most 1)."""
 
-HIGHEST = {"queue power": 2.0}
+HIGHEST: dict[str, float] = {}
 
 
 @dataclass
@@ -94,7 +101,8 @@ def serving_cases() -> list[Case]:
             continue
         p = serving_parts(s.stages, s.prefill_stages, s.chip, s.split, s.prefill_split,
                           s.prompt, s.answer, b, s.engine, s.disaggregated,
-                          s.engine_version)
+                          s.engine_version,
+                          s.decode_copies, s.prefill_copies)
         regime_engine = "disaggregated" if s.disaggregated else p.engine
         plain = s.split.dp == 1 and s.prefill_split.dp == 1
         for q, floor in (("tpot_ms", floor_tpot), ("ttft_ms", floor_ttft)):
@@ -185,8 +193,13 @@ class Model:
                                        for e in engines], dtype=int)
         self.layers = np.array([p.layers for p in self.parts], dtype=float)
         self.k_queue = _keys(k, "queue:{e}", engines)
-        self.k_power = _keys(k, "queue power:{e}", engines)
-        self.k_dis = _keys(k, "disaggregated:{e}", engines)
+        self.k_dis = _keys(k, "disaggregated:any", engines)
+        self.k_dis_queue = _keys(k, "disaggregated queue:any", engines)
+        self.k_burst = _keys(k, "burst:{e}", engines)
+        self.prompt = np.array([p.prompt for p in self.parts], dtype=float)
+        self.step_tokens = np.array([p.step_tokens for p in self.parts], dtype=float)
+        self.clients = np.array([p.clients for p in self.parts], dtype=float)
+        self.servers = np.array([p.servers for p in self.parts], dtype=float)
         self.running = np.array([p.running for p in self.parts], dtype=float)
         self.batch = np.array([p.batch for p in self.parts], dtype=float)
         self.answer = np.array([max(p.answer, 1) for p in self.parts], dtype=float)
@@ -213,13 +226,20 @@ class Model:
         step, prefill = self.step.seconds(theta), self.prefill.seconds(theta)
         tpot = np.where(self.dis, step, step + theta[self.k_interf] * self.running
                         / self.answer * prefill)
-        queue = theta[self.k_queue] * (self.running - 1) ** theta[self.k_power]
         fixed = theta[self.k_first] + self.layers * theta[self.k_first_layer]
-        first = fixed + prefill * (1 + queue)
-        whole = first + self.answer * tpot
-        wait = np.where(self.batch > self.running,
-                        (self.batch / self.running - 1) * whole, 0.0)
-        ttft = np.where(self.dis, fixed + theta[self.k_dis] * prefill, first + wait)
+        away = self.answer * tpot
+        share = self.prompt / self.step_tokens
+        service = np.where(self.dis, prefill / self.servers, prefill + step * share)
+        clients = np.where(self.dis, self.clients, self.running)
+        steady = _queue_wait(clients, service, away)
+        burst = theta[self.k_burst] * (clients - 1) / 2 * service / ROUNDS
+        first = (fixed + prefill + np.ceil(share) * step
+                 + theta[self.k_queue] * steady + burst)
+        whole = first + away
+        beyond = np.where(self.batch > self.running,
+                          (self.batch / self.running - 1) * whole, 0.0)
+        ttft = np.where(self.dis, fixed + theta[self.k_dis] * prefill
+                        + theta[self.k_dis_queue] * steady + burst, first + beyond)
         out = np.empty(len(self.cases))
         for i, q in enumerate(self.quantity):
             if q == "tpot_ms":
@@ -233,6 +253,14 @@ class Model:
             mask = np.array([q == "tokens_per_s_per_chip" for q in self.quantity])
             out[mask] = rate[self.train_index[mask]]
         return out
+
+
+def _queue_wait(clients: np.ndarray, service: np.ndarray,
+                away: np.ndarray) -> np.ndarray:
+    """``estimate.serving.queue_wait`` for arrays of cases."""
+    over = clients * service - away
+    response = (over + np.sqrt(over * over + 4 * service * away)) / 2
+    return np.maximum(response - service, 0.0)
 
 
 def _first(key: str) -> str:
@@ -258,14 +286,18 @@ STEPS = (2.0, 1.4, 1.15, 1.05, 1.02)
 """The factors each value is tried at, a sweep each, from coarse to fine."""
 
 
-def fit(model: Model, mask: np.ndarray, sweeps: int = 2) -> np.ndarray:
-    """The values that minimise the mean absolute log error over ``mask``'s cases."""
-    theta = _start(model.keys)
+def fit(model: Model, mask: np.ndarray, sweeps: int = 2,
+        free: list[int] | None = None, theta: np.ndarray | None = None) -> np.ndarray:
+    """The values that minimise the mean absolute log error over ``mask``'s cases
+    (only the values ``free`` indexes moved, from ``theta``: by default all, from
+    ``START``)."""
+    theta = _start(model.keys) if theta is None else theta
     low, high = _bounds(model.keys)
     best = _loss(model.predict(theta), model.measured, mask)
+    free = list(range(len(theta))) if free is None else free
     for factor in STEPS:
         for _ in range(sweeps):
-            for j in range(len(theta)):
+            for j in free:
                 for f in (factor, 1 / factor):
                     trial = theta.copy()
                     trial[j] = min(max(trial[j] * f, low[j]), high[j])
@@ -322,12 +354,32 @@ def intervals(cases: list[Case], pred: np.ndarray, held: np.ndarray) -> dict:
     return out
 
 
+def _serving_fit(model: Model, used: np.ndarray, sweeps: int) -> np.ndarray:
+    """Serving's values in three stages, so that the first token's terms do not pull
+    the decode step's: the values a time between tokens uses fitted to those times,
+    then the rest to the times to the first token, then the share of prompt passes
+    a decode step waits for again."""
+    tpot = used & np.array([q == "tpot_ms" for q in model.quantity])
+    ttft = used & np.array([q == "ttft_ms" for q in model.quantity])
+    v = model.step
+    stepped = sorted({*v.r_ka.tolist(), *v.r_kb.tolist(), *v.c_k.tolist(),
+                      *model.k_interf.tolist()})
+    rest = [j for j in range(len(model.keys)) if j not in set(stepped)]
+    theta = fit(model, tpot, sweeps + 1, stepped)
+    theta = fit(model, ttft, sweeps, rest, theta)
+    return fit(model, tpot, 1, sorted(set(model.k_interf.tolist())), theta)
+
+
 def _fit_part(cases: list[Case], sweeps: int) -> tuple[dict[str, float], np.ndarray]:
     """The rounded values fitted to ``cases`` outside ``HELD_OUT``, and every case's
     estimate with them."""
     model = Model(cases)
     held = np.array([c.model in HELD_OUT for c in cases])
-    theta = fit(model, ~held & np.array([c.fitted for c in cases]), sweeps)
+    used = ~held & np.array([c.fitted for c in cases])
+    if model.train_parts:
+        theta = fit(model, used, sweeps)
+    else:
+        theta = _serving_fit(model, used, sweeps)
     order = sorted(model.keys, key=model.keys.get)
     values = {k: _round(v) for k, v in zip(order, theta)}
     return values, model.predict(np.array([values[k] for k in order]))

@@ -10,7 +10,8 @@ was measured.
   ``engine_version``, ...;
 - beside a serving run: ``attention_dp`` (attention split into copies beside expert
   parallel), ``prefill_tp``, ``prefill_ep`` and ``prefill_attention_dp`` (a
-  disaggregated run's prompt workers);
+  disaggregated run's prompt workers), ``prefill_workers`` and ``decode_workers``
+  (how many of each: the prompt workers serve every decode worker's requests);
 - what was measured, any of them empty: ``measured_ttft_ms``, ``measured_tpot_ms``,
   ``measured_tokens_per_s_per_chip``, ``measured_mfu`` (a fraction),
   ``measured_memory_gib``;
@@ -47,6 +48,7 @@ OPTIONS = (
     "batch", "prompt", "answer", "seq_len", "zero_stage", "micro_batches", "recompute",
     "optimizer", "gradients", "fp32_gradients", "devices", "engine", "engine_version",
     "attention_dp", "prefill_tp", "prefill_ep", "prefill_attention_dp",
+    "prefill_workers", "decode_workers",
     "gpu_memory_utilization", "block_size", "interconnect",
 )
 """The option columns a run may carry (``devices`` is ``train``'s name for ``dp``)."""

@@ -31,7 +31,9 @@ class ServingSetup:
     as a device of the split holds them, the prompt's devices (``prefill_stages``:
     another split for a disaggregated run), the chip, the split, the concurrency of
     one engine (``batch``), the prompt and answer tokens, the engine and its version,
-    and the notes."""
+    the notes, and a disaggregated run's copies of the attention on its decode and
+    its prompt workers (``decode_copies``, ``prefill_copies``: workers times attention
+    data parallel)."""
 
     model: Model
     stages: tuple[Model, ...]
@@ -46,6 +48,8 @@ class ServingSetup:
     engine_version: str | None
     disaggregated: bool
     notes: tuple[str, ...]
+    decode_copies: int = 1
+    prefill_copies: int = 1
 
 
 @dataclass(frozen=True)
@@ -152,7 +156,11 @@ def serving_setup(run: Run) -> ServingSetup:
         chip=c, split=split, prefill_split=prefill, batch=_whole(run, "batch"),
         prompt=prompt, answer=answer, engine=engine,
         engine_version=run.options.get("engine_version") or None,
-        disaggregated=disaggregated, notes=notes)
+        disaggregated=disaggregated, notes=notes,
+        decode_copies=_whole(run, "decode_workers", 1)
+        * _whole(run, "attention_dp", 1) if disaggregated else 1,
+        prefill_copies=_whole(run, "prefill_workers", 1)
+        * _whole(run, "prefill_attention_dp", 1) if disaggregated else 1)
 
 
 def _flag(run: Run, name: str) -> bool:
