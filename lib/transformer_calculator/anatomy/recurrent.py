@@ -8,7 +8,10 @@ them: each meets the ``Mixer`` contract (no cache that grows, a fixed state) or 
 - ``RgLru``: RecurrentGemma's (Griffin's) recurrent block, a short causal filter and a
   real-gated linear recurrence;
 - ``MLstm``: xLSTM's matrix-memory layer, a key-value memory per head that decays and
-  is written through gates.
+  is written through gates;
+- ``GatedDeltaNet``: Qwen3-Next's and Qwen3.5's linear attention, a key-by-value
+  memory per head that decays and is corrected by the delta rule (Yang et al.'s Gated
+  DeltaNet), after a short causal filter.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from dataclasses import dataclass
 from .feedforward import FeedForwardPart
 from .mixers import FixedState, _RunningSummary
 
-__all__ = ["RwkvTimeMix", "RwkvChannelMix", "RgLru", "MLstm"]
+__all__ = ["RwkvTimeMix", "RwkvChannelMix", "RgLru", "MLstm", "GatedDeltaNet"]
 
 
 @dataclass(frozen=True)
@@ -158,4 +161,69 @@ class MLstm(_RunningSummary):
         return (
             f"mLSTM layer, {self.heads} heads of a {self.state_qk} x {self.state_v} "
             "memory"
+        )
+
+
+@dataclass(frozen=True)
+class GatedDeltaNet(_RunningSummary):
+    """Gated DeltaNet (``Qwen3NextGatedDeltaNet``, ``Qwen3_5GatedDeltaNet``):
+    ``key_heads`` heads of queries and keys of ``key_dim`` channels, ``value_heads``
+    heads of values of ``value_dim`` (each key head shared by ``value_heads /
+    key_heads`` value heads); projections from ``width`` to the queries, keys and
+    values, to an output gate as wide as the values, and to a decay and a write
+    strength a value head; a causal filter ``conv`` tokens long over the queries, keys
+    and values (no bias); a step bias and a decay rate a value head; an RMSNorm of
+    ``value_dim`` numbers shared by the heads; and a projection back.
+
+    Between tokens it holds the filter's last ``conv`` inputs (the model's format, as
+    transformers' cache keeps them) and every value head's ``key_dim`` by ``value_dim``
+    memory (float32)."""
+
+    width: int
+    key_heads: int
+    key_dim: int
+    value_heads: int
+    value_dim: int
+    conv: int
+
+    @property
+    def conv_channels(self) -> int:
+        """Channels the causal filter runs over: queries, keys and values."""
+        return 2 * self.key_heads * self.key_dim + self.value_heads * self.value_dim
+
+    @property
+    def parameters(self) -> int:
+        """Projections, filter, step bias, decay rate, the gated norm."""
+        values = self.value_heads * self.value_dim
+        projections = self.width * (self.conv_channels + values + 2 * self.value_heads)
+        return (
+            projections
+            + self.conv_channels * self.conv
+            + 2 * self.value_heads
+            + self.value_dim
+            + values * self.width
+        )
+
+    @property
+    def memory_numbers(self) -> int:
+        """Numbers of every value head's memory."""
+        return self.value_heads * self.key_dim * self.value_dim
+
+    @property
+    def state(self) -> FixedState:
+        return FixedState(
+            model_format=self.conv_channels * self.conv, float32=self.memory_numbers
+        )
+
+    @property
+    def state_flops(self) -> int:
+        """A token's filter (a multiply-add a channel a tap) and, a memory number, a
+        multiply to decay it and three multiply-adds: read it with the key, write the
+        correction (the delta rule), read it with the query."""
+        return 2 * self.conv_channels * self.conv + 7 * self.memory_numbers
+
+    def describe(self) -> str:
+        return (
+            f"Gated DeltaNet, {self.value_heads} heads of a {self.key_dim} x "
+            f"{self.value_dim} memory"
         )
