@@ -56,11 +56,12 @@ def is_sparse(name: str) -> bool:
     those, test_families.py the dense rest)."""
     from transformer_calculator.reading.config import model_from_config
     from transformer_calculator.anatomy.feedforward import Experts
-    from transformer_calculator.anatomy.mixers import LatentAttention, Mamba, Mamba2
+    from transformer_calculator.anatomy.mixers import LatentAttention, Mamba
+    from transformer_calculator.anatomy.recurrent import GatedDeltaNet, Mamba2
 
     model, _ = model_from_config(published(name), name)
     return any(isinstance(b.ffn, Experts)
-               or isinstance(b.mixer, (LatentAttention, Mamba, Mamba2))
+               or isinstance(b.mixer, (LatentAttention, Mamba, Mamba2, GatedDeltaNet))
                for b in model.layout.blocks)
 
 

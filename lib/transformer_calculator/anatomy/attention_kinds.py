@@ -151,7 +151,8 @@ class SparseLatentAttention(LatentAttention):
         """Attention over the ``topk`` chosen tokens, the indexer over every kept one
         (picking the best is comparisons, not counted)."""
         kept = self.kept_tokens(context)
-        return self.pair_flops * self.read_tokens(context) + self.index_pair_flops * kept
+        chosen = self.pair_flops * self.read_tokens(context)
+        return chosen + self.index_pair_flops * kept
 
     def prefill_pair_flops(self, tokens: int) -> int:
         """Each query's attention over at most ``topk`` tokens, and the indexer over

@@ -26,8 +26,8 @@ from .attention_kinds import SparseLatentAttention
 from .feedforward import Experts, FeedForward, FeedForwardPart
 from .layout import Block, Layout
 from .measured import MeasuredExperts, MeasuredMixer
-from .mixers import Attention, LatentAttention, Mamba, Mamba2, Mixer
-from .recurrent import GatedDeltaNet
+from .mixers import Attention, LatentAttention, Mamba, Mixer
+from .recurrent import GatedDeltaNet, Mamba2
 
 __all__ = [
     "ROLES",

@@ -12,8 +12,9 @@ token spends on them. Four kinds are built here:
   ``window - 1`` tokens;
 - ``LatentAttention`` (DeepSeek): one compressed vector and one shared rotary key cached
   a token, from which every head's keys and values are rebuilt;
-- ``Mamba`` and ``Mamba2``: running summaries (selective state-space layers) that keep a
-  causal filter's last inputs and a summary of fixed size, and no cache at all.
+- ``Mamba``: a running summary (a selective state-space layer) that keeps a causal
+  filter's last inputs and a summary of fixed size, and no cache at all (Mamba-2 and
+  the other running summaries are in ``recurrent.py``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ __all__ = [
     "Attention",
     "LatentAttention",
     "Mamba",
-    "Mamba2",
 ]
 
 
@@ -412,62 +412,3 @@ class Mamba(_RunningSummary):
 
     def describe(self) -> str:
         return f"Mamba mixer, {self.inner:,} channels x {self.state_size} state numbers"
-
-
-@dataclass(frozen=True)
-class Mamba2(_RunningSummary):
-    """A Mamba-2 mixer: ``heads`` heads of ``head_dim`` channels (``inner`` in all),
-    each with a ``head_dim`` by ``state_size`` summary; B and C come in ``groups``
-    groups. The causal filter (``conv`` tokens) runs over the ``inner + 2 * groups *
-    state_size`` channels of x, B and C."""
-
-    width: int
-    inner: int
-    heads: int
-    head_dim: int
-    groups: int
-    state_size: int
-    conv: int
-    conv_bias: bool = True
-    proj_bias: bool = False
-
-    @property
-    def conv_channels(self) -> int:
-        """Channels the causal filter runs over: x, B and C."""
-        return self.inner + 2 * self.groups * self.state_size
-
-    @property
-    def parameters(self) -> int:
-        """Projections, filter, per-head step, decay and skip numbers and the gated
-        norm."""
-        c = self.conv_channels
-        projected = self.inner + c + self.heads
-        return (
-            self.width * projected
-            + _bias(self.proj_bias, projected)
-            + c * self.conv
-            + _bias(self.conv_bias, c)
-            + 3 * self.heads
-            + self.inner
-            + self.inner * self.width
-            + _bias(self.proj_bias, self.width)
-        )
-
-    @property
-    def state(self) -> FixedState:
-        """The filter's window (model format) and every head's summary (float32)."""
-        return FixedState(
-            model_format=self.conv_channels * self.conv,
-            float32=self.heads * self.head_dim * self.state_size,
-        )
-
-    @property
-    def state_flops(self) -> int:
-        """Two multiply-adds per state number: update it, read it out."""
-        return 4 * self.heads * self.head_dim * self.state_size
-
-    def describe(self) -> str:
-        return (
-            f"Mamba-2 mixer, {self.heads} heads of {self.head_dim} x {self.state_size} "
-            "state numbers"
-        )

@@ -2,6 +2,7 @@
 them: each meets the ``Mixer`` contract (no cache that grows, a fixed state) or the
 ``FeedForwardPart`` contract.
 
+- ``Mamba2``: Mamba-2's state-space mixer, a summary a head;
 - ``RwkvTimeMix`` and ``RwkvChannelMix``: RWKV-4's two halves of a block (a decaying
   weighted sum of past values, and a feed-forward part that mixes in the previous
   token);
@@ -19,9 +20,69 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .feedforward import FeedForwardPart
-from .mixers import FixedState, _RunningSummary
+from .mixers import FixedState, _RunningSummary, _bias
 
-__all__ = ["RwkvTimeMix", "RwkvChannelMix", "RgLru", "MLstm", "GatedDeltaNet"]
+__all__ = ["Mamba2", "RwkvTimeMix", "RwkvChannelMix", "RgLru", "MLstm",
+           "GatedDeltaNet"]
+
+
+@dataclass(frozen=True)
+class Mamba2(_RunningSummary):
+    """A Mamba-2 mixer: ``heads`` heads of ``head_dim`` channels (``inner`` in all),
+    each with a ``head_dim`` by ``state_size`` summary; B and C come in ``groups``
+    groups. The causal filter (``conv`` tokens) runs over the ``inner + 2 * groups *
+    state_size`` channels of x, B and C."""
+
+    width: int
+    inner: int
+    heads: int
+    head_dim: int
+    groups: int
+    state_size: int
+    conv: int
+    conv_bias: bool = True
+    proj_bias: bool = False
+
+    @property
+    def conv_channels(self) -> int:
+        """Channels the causal filter runs over: x, B and C."""
+        return self.inner + 2 * self.groups * self.state_size
+
+    @property
+    def parameters(self) -> int:
+        """Projections, filter, per-head step, decay and skip numbers and the gated
+        norm."""
+        c = self.conv_channels
+        projected = self.inner + c + self.heads
+        return (
+            self.width * projected
+            + _bias(self.proj_bias, projected)
+            + c * self.conv
+            + _bias(self.conv_bias, c)
+            + 3 * self.heads
+            + self.inner
+            + self.inner * self.width
+            + _bias(self.proj_bias, self.width)
+        )
+
+    @property
+    def state(self) -> FixedState:
+        """The filter's window (model format) and every head's summary (float32)."""
+        return FixedState(
+            model_format=self.conv_channels * self.conv,
+            float32=self.heads * self.head_dim * self.state_size,
+        )
+
+    @property
+    def state_flops(self) -> int:
+        """Two multiply-adds per state number: update it, read it out."""
+        return 4 * self.heads * self.head_dim * self.state_size
+
+    def describe(self) -> str:
+        return (
+            f"Mamba-2 mixer, {self.heads} heads of {self.head_dim} x {self.state_size} "
+            "state numbers"
+        )
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,8 @@ class Family:
     ``qk_norm``, ``windows`` (which layers see only recent positions), ``latent``
     (DeepSeek's compressed cache), ``indexers`` (a rule: which latent layers run
     DeepSeek Sparse Attention's indexer of their own), ``out_gate`` (a gate on each
-    head's output, projected beside the queries), ``stores_every_head`` (transformers' cache copies
+    head's output, projected beside the queries), ``stores_every_head``
+    (transformers' cache copies
     keys and values out to every query head), ``sinks`` (a learned number a head),
     ``keeps_no_cache`` (transformers keeps none: it runs the whole text again for each
     token);

@@ -14,13 +14,14 @@ from ..anatomy.recurrent import GatedDeltaNet
 from .reader import Reader, short
 from .rules_experts import Ffns, _experts, experts_deepseek
 
-__all__ = ["sparse_latent", "mixers_qwen_next", "experts_qwen3_5", "indexers_every_layer",
-           "indexers_glm", "experts_deepseek_v32"]
+__all__ = ["sparse_latent", "mixers_qwen_next", "experts_qwen3_5",
+           "indexers_every_layer", "indexers_glm", "experts_deepseek_v32"]
 
 
 def _layer_types(r: Reader, layers: int) -> list[str]:
-    """``layer_types``, or else (``Qwen3NextConfig``) every ``full_attention_interval``-th
-    layer (default 4) full attention and the others linear attention."""
+    """``layer_types``, or else (``Qwen3NextConfig``) every
+    ``full_attention_interval``-th layer (default 4) full attention and the others
+    linear attention."""
     types = r.layer_list("layer_types", layers, ("linear_attention", "full_attention"))
     if types is not None:
         r.read.add("full_attention_interval")
@@ -125,7 +126,8 @@ def indexers_glm(r: Reader, layers: int) -> list[bool]:
                      for i in range(layers)]
     if types and types[0] == "shared":
         raise ValueError("config field indexer_types: the first layer cannot reuse a "
-                         "previous layer's choice (transformers then has none to reuse)")
+                         "previous layer's choice (transformers then has none to "
+                         "reuse)")
     return [t == "full" for t in types]
 
 
@@ -137,8 +139,9 @@ def sparse_latent(r: Reader, part: LatentAttention,
     says so. The indexer's queries come from the compressed query, so a file without
     ``q_lora_rank`` is refused."""
     if part.q_rank is None:
-        raise ValueError("config field q_lora_rank is null: DeepSeek Sparse Attention's "
-                         "indexer projects its queries from the compressed query")
+        raise ValueError("config field q_lora_rank is null: DeepSeek Sparse "
+                         "Attention's indexer projects its queries from the "
+                         "compressed query")
     fields = {f.name: getattr(part, f.name) for f in dataclasses.fields(part)}
     index = {"index_heads": r.whole("index_n_heads"),
              "index_dim": r.whole("index_head_dim"), "topk": r.whole("index_topk")}

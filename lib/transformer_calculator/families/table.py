@@ -47,6 +47,11 @@ _LLAMA_BIAS = Flag("attention_bias", False)
 _CROSS_ATTENTION = {
     "add_cross_attention": "cross-attention layers belong to an encoder-decoder"}
 
+_QWEN3_5_UNCOUNTED = ("attn_output_gate", "mamba_ssm_dtype",
+                      "mtp_use_dedicated_embeddings")
+"""Qwen3.5's fields that transformers' model does not read (its attention's output gate
+is always there; the multi-token-prediction layers are not built)."""
+
 FAMILIES: tuple[Family, ...] = (
     Family("Llama", ("llama",), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
            mlp_bias=Flag("mlp_bias", False),
@@ -212,14 +217,14 @@ FAMILIES: tuple[Family, ...] = (
     Family("Qwen3.5", ("qwen3_5_text",), kv_heads=kv_from_field(),
            head_dim=head_dim_from_field(), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
            qk_norm=QKNorm("head"), out_gate=True, mixers=mixers_qwen_next,
-           no_count=("attn_output_gate", "mamba_ssm_dtype", "mtp_use_dedicated_embeddings"),
+           no_count=_QWEN3_5_UNCOUNTED,
            summary=("three Gated DeltaNet layers to each attention layer (its output "
                     "gated), gated feed-forward parts")),
     Family("Qwen3.5-MoE", ("qwen3_5_moe_text",), kv_heads=kv_from_field(),
            head_dim=head_dim_from_field(), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
            qk_norm=QKNorm("head"), out_gate=True, mixers=mixers_qwen_next,
            experts=experts_qwen3_5,
-           no_count=("attn_output_gate", "mamba_ssm_dtype", "mtp_use_dedicated_embeddings"),
+           no_count=_QWEN3_5_UNCOUNTED,
            summary=("three Gated DeltaNet layers to each attention layer (its output "
                     "gated), experts with a gated shared expert in every layer")),
     Family("gpt-oss", ("gpt_oss",), qkv_bias=Flag("attention_bias", True),

@@ -4,13 +4,13 @@ A tensor-parallel device holds h / N_tp query heads, h_kv / N_tp key-value heads
 copy where there are fewer than N_tp), f / N_tp of each feed-forward width and V / N_tp
 vocabulary rows, padded up as Megatron-LM pads them; normalisations, routers and a
 latent attention's down-projections (and a sparse one's indexer) stay whole on every
-device; a Gated DeltaNet layer holds 1 / N_tp of its key and value heads. An expert-parallel
-device holds (E + R) / N_ep whole experts, R copies of the busiest beside the model's
-own E (redundant experts), each cut by N_tp / N_ep more where N_ep is smaller than N_tp,
-and serves the tokens of the N_ep / N_tp model copies its group spans (attention data
-parallel beside expert parallel). A pipeline stage holds its layers; the first stage
-the input table, the last the output head and the final normalisation (a tied table is
-copied to both ends, as Megatron-LM does). Every byte and second of a device is then
+device; a Gated DeltaNet layer holds 1 / N_tp of its key and value heads. An
+expert-parallel device holds (E + R) / N_ep whole experts, R copies of the busiest
+beside the model's own E (redundant experts), each cut by N_tp / N_ep more where N_ep
+is smaller than N_tp, and serves the tokens of the N_ep / N_tp model copies its group
+spans (attention data parallel beside expert parallel). A pipeline stage holds its
+layers; the first stage the input table, the last the output head and the final
+normalisation (a tied table is copied to both ends, as Megatron-LM does). Every byte and second of a device is then
 the calculator's own count of that layout (``costs``, ``training``).
 """
 
