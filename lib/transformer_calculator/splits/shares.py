@@ -10,8 +10,9 @@ beside the model's own E (redundant experts), each cut by N_tp / N_ep more where
 is smaller than N_tp, and serves the tokens of the N_ep / N_tp model copies its group
 spans (attention data parallel beside expert parallel). A pipeline stage holds its
 layers; the first stage the input table, the last the output head and the final
-normalisation (a tied table is copied to both ends, as Megatron-LM does). Every byte and second of a device is then
-the calculator's own count of that layout (``costs``, ``training``).
+normalisation (a tied table is copied to both ends, as Megatron-LM does). Every byte
+and second of a device is then the calculator's own count of that layout (``costs``,
+``training``).
 """
 
 from __future__ import annotations
