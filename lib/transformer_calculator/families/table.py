@@ -49,8 +49,8 @@ _CROSS_ATTENTION = {
 
 _QWEN3_5_UNCOUNTED = ("attn_output_gate", "mamba_ssm_dtype",
                       "mtp_use_dedicated_embeddings")
-"""Qwen3.5's fields that transformers' model does not read (its attention's output gate
-is always there; the multi-token-prediction layers are not built)."""
+"""Qwen3.5's fields transformers' model does not read (its output gate is always there;
+the multi-token-prediction layers are not built)."""
 
 FAMILIES: tuple[Family, ...] = (
     Family("Llama", ("llama",), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
@@ -206,8 +206,7 @@ FAMILIES: tuple[Family, ...] = (
            indexers=indexers_glm, experts=experts_deepseek_v32(False),
            no_count=("indexer_rope_interleave", "rope_interleave"),
            summary=("latent attention with DeepSeek's sparse attention (an indexer "
-                    "of its own in every layer, or reusing the previous layer's) and "
-                    "experts with a shared expert")),
+                    "a layer, or the last one's) and experts with a shared expert")),
     Family("Qwen3-Next", ("qwen3_next",), kv_heads=kv_from_field(),
            head_dim=head_dim_from_field(), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
            qk_norm=QKNorm("head"), out_gate=True, mixers=mixers_qwen_next,
