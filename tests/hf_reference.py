@@ -155,8 +155,12 @@ def hf_config(cfg: dict) -> transformers.PreTrainedConfig:
 
 
 def dtype(cfg: dict) -> torch.dtype:
-    """The torch dtype the file names (float32 when it names none, as transformers builds it)."""
-    return DTYPES[cfg.get("torch_dtype") or cfg.get("dtype") or "float32"]
+    """The torch dtype the file names, or its text_config names (a vision-language file
+    such as Qwen3.5's states it there only); float32 when it names none, as transformers
+    builds it."""
+    text = cfg.get("text_config") or {}
+    return DTYPES[cfg.get("torch_dtype") or cfg.get("dtype") or text.get("torch_dtype")
+                  or text.get("dtype") or "float32"]
 
 
 def build(cfg: dict, device: str = "meta") -> torch.nn.Module:
