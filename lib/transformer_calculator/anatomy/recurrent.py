@@ -278,10 +278,11 @@ class GatedDeltaNet(_RunningSummary):
 
     @property
     def state_flops(self) -> int:
-        """A token's filter (a multiply-add a channel a tap) and, a memory number, a
-        multiply to decay it and three multiply-adds: read it with the key, write the
-        correction (the delta rule), read it with the query."""
-        return 2 * self.conv_channels * self.conv + 7 * self.memory_numbers
+        """A token's filter (a multiply-add a channel a tap) and three multiply-adds a
+        memory number: read it with the key, write the correction (the delta rule),
+        read it with the query (the decay, one multiply a number, is elementwise and
+        left out, as ``linear_attention.walk_flops_per_token`` leaves it)."""
+        return 2 * self.conv_channels * self.conv + 6 * self.memory_numbers
 
     def describe(self) -> str:
         return (
