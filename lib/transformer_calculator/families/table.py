@@ -47,6 +47,12 @@ _LLAMA_BIAS = Flag("attention_bias", False)
 _CROSS_ATTENTION = {
     "add_cross_attention": "cross-attention layers belong to an encoder-decoder"}
 
+_QWEN_NEXT = {"kv_heads": kv_from_field(), "head_dim": head_dim_from_field(),
+              "qkv_bias": _LLAMA_BIAS, "out_bias": _LLAMA_BIAS,
+              "qk_norm": QKNorm("head"), "out_gate": True, "mixers": mixers_qwen_next}
+"""What Qwen3-Next and Qwen3.5 share: Gated DeltaNet layers beside attention whose
+output is gated, its queries and keys normalised per head."""
+
 _QWEN3_5_UNCOUNTED = ("attn_output_gate", "mamba_ssm_dtype",
                       "mtp_use_dedicated_embeddings")
 """Qwen3.5's fields transformers' model does not read (its output gate is always there;
@@ -207,22 +213,13 @@ FAMILIES: tuple[Family, ...] = (
            no_count=("indexer_rope_interleave", "rope_interleave"),
            summary=("latent attention with DeepSeek's sparse attention (an indexer "
                     "a layer, or the last one's) and experts with a shared expert")),
-    Family("Qwen3-Next", ("qwen3_next",), kv_heads=kv_from_field(),
-           head_dim=head_dim_from_field(), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
-           qk_norm=QKNorm("head"), out_gate=True, mixers=mixers_qwen_next,
-           experts=experts_qwen(True),
+    Family("Qwen3-Next", ("qwen3_next",), **_QWEN_NEXT, experts=experts_qwen(True),
            summary=("three Gated DeltaNet layers to each attention layer (its output "
                     "gated), experts with a gated shared expert")),
-    Family("Qwen3.5", ("qwen3_5_text",), kv_heads=kv_from_field(),
-           head_dim=head_dim_from_field(), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
-           qk_norm=QKNorm("head"), out_gate=True, mixers=mixers_qwen_next,
-           no_count=_QWEN3_5_UNCOUNTED,
+    Family("Qwen3.5", ("qwen3_5_text",), **_QWEN_NEXT, no_count=_QWEN3_5_UNCOUNTED,
            summary=("three Gated DeltaNet layers to each attention layer (its output "
                     "gated), gated feed-forward parts")),
-    Family("Qwen3.5-MoE", ("qwen3_5_moe_text",), kv_heads=kv_from_field(),
-           head_dim=head_dim_from_field(), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
-           qk_norm=QKNorm("head"), out_gate=True, mixers=mixers_qwen_next,
-           experts=experts_qwen3_5,
+    Family("Qwen3.5-MoE", ("qwen3_5_moe_text",), **_QWEN_NEXT, experts=experts_qwen3_5,
            no_count=_QWEN3_5_UNCOUNTED,
            summary=("three Gated DeltaNet layers to each attention layer (its output "
                     "gated), experts with a gated shared expert in every layer")),
