@@ -21,12 +21,13 @@ from transformer_calculator.reading.config import model_from_config
 from transformer_calculator.families import FAMILIES
 from transformer_calculator.anatomy.measured import MeasuredMixer
 from transformer_calculator.anatomy.mixers import (Attention, LatentAttention, Mamba,
-                                                   Mamba2, MixerKind)
+                                                   MixerKind)
+from transformer_calculator.anatomy.recurrent import GatedDeltaNet, Mamba2
 
 LAYOUTS = {t for f in FAMILIES for t in f.model_types}
 PROMPT = 8
 SHRUNK_LAYERS = 8
-LAYERED = (Attention, LatentAttention, Mamba, Mamba2, MeasuredMixer)
+LAYERED = (Attention, LatentAttention, Mamba, Mamba2, GatedDeltaNet, MeasuredMixer)
 """Kinds of layer whose cache transformers keeps in a layered cache, by layer type."""
 
 
@@ -62,7 +63,7 @@ def kinds_agree(model, kinds) -> bool:
         elif kind in ("linear_attention", "conv"):
             if mixer.kind is not MixerKind.RUNNING_SUMMARY or mixer.cache_numbers:
                 return False
-        elif kind == "full_attention":
+        elif kind in ("full_attention", "indexed_attention"):
             if mixer.cache_cap is not None or not mixer.cache_numbers:
                 return False
     return True

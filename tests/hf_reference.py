@@ -56,11 +56,12 @@ def is_sparse(name: str) -> bool:
     those, test_families.py the dense rest)."""
     from transformer_calculator.reading.config import model_from_config
     from transformer_calculator.anatomy.feedforward import Experts
-    from transformer_calculator.anatomy.mixers import LatentAttention, Mamba, Mamba2
+    from transformer_calculator.anatomy.mixers import LatentAttention, Mamba
+    from transformer_calculator.anatomy.recurrent import GatedDeltaNet, Mamba2
 
     model, _ = model_from_config(published(name), name)
     return any(isinstance(b.ffn, Experts)
-               or isinstance(b.mixer, (LatentAttention, Mamba, Mamba2))
+               or isinstance(b.mixer, (LatentAttention, Mamba, Mamba2, GatedDeltaNet))
                for b in model.layout.blocks)
 
 
@@ -154,8 +155,12 @@ def hf_config(cfg: dict) -> transformers.PreTrainedConfig:
 
 
 def dtype(cfg: dict) -> torch.dtype:
-    """The torch dtype the file names (float32 when it names none, as transformers builds it)."""
-    return DTYPES[cfg.get("torch_dtype") or cfg.get("dtype") or "float32"]
+    """The torch dtype the file names, or its text_config names (a vision-language file
+    such as Qwen3.5's states it there only); float32 when it names none, as transformers
+    builds it."""
+    text = cfg.get("text_config") or {}
+    return DTYPES[cfg.get("torch_dtype") or cfg.get("dtype") or text.get("torch_dtype")
+                  or text.get("dtype") or "float32"]
 
 
 def build(cfg: dict, device: str = "meta") -> torch.nn.Module:

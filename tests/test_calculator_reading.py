@@ -106,11 +106,11 @@ def test_the_route_is_named():
 def test_a_known_decoder_without_a_layout_is_never_read_as_llama(monkeypatch):
     from transformer_calculator.reading import meta_route
     monkeypatch.setattr(meta_route, "available", lambda: False)
-    for model_type in ("glm_moe_dsa", "llama4_text", "qwen3_next", "deepseek_v32", "minimax"):
+    for model_type in ("kimi_linear", "llama4_text", "lfm2", "zamba2", "minimax"):
         with pytest.raises(ValueError, match="no layout in this calculator"):
             model_from_config({**published("llama-2-7b"), "model_type": model_type})
     with pytest.raises(ValueError, match="has no layout for"):
-        model_from_config({"model_type": "qwen3_next"}, route="layout")
+        model_from_config({"model_type": "lfm2"}, route="layout")
 
 
 def test_the_families_command_lists_every_route(monkeypatch):
@@ -119,7 +119,8 @@ def test_the_families_command_lists_every_route(monkeypatch):
     code, out, _ = run("families", "--json")
     rows = {row["model_type"]: row for row in json.loads(out)}
     assert code == 0 and rows["llama"]["route"] == "layout" and rows["bert"]["route"] == "refused"
-    assert rows["qwen3_next"]["route"] == "refused" and "transformers" in rows["qwen3_next"]["why"]
+    assert rows["lfm2"]["route"] == "refused" and "transformers" in rows["lfm2"]["why"]
+    assert rows["qwen3_next"]["route"] == rows["glm_moe_dsa"]["route"] == "layout"
     assert rows["gemma3"]["language_model"] == "gemma3_text"
     code, text, _ = run("families")
     assert text.splitlines()[-1].startswith(f"{len(rows)} model types (transformers 5.24")

@@ -38,7 +38,9 @@ def check_against_transformers(cfg: dict, name: str) -> None:
         elif kind == "linear_attention":  # a running summary: no keys and values
             assert block.mixer.kind is MixerKind.RUNNING_SUMMARY and block.mixer.cache_numbers == 0
         else:
-            assert kind == "full_attention" and block.mixer.cache_cap is None
+            # indexed attention: DeepSeek Sparse Attention keeps every token too
+            assert kind in ("full_attention", "indexed_attention")
+            assert block.mixer.cache_cap is None
             assert block.mixer.cache_numbers > 0
 
 

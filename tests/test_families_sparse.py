@@ -10,7 +10,9 @@ from test_families import unquantized
 from transformer_calculator.counting import costs
 from transformer_calculator.reading.config import model_from_config
 from transformer_calculator.anatomy.feedforward import Experts
-from transformer_calculator.anatomy.mixers import LatentAttention, Mamba, Mamba2
+from transformer_calculator.anatomy.attention_kinds import SparseLatentAttention
+from transformer_calculator.anatomy.mixers import LatentAttention, Mamba
+from transformer_calculator.anatomy.recurrent import GatedDeltaNet, Mamba2
 
 pytestmark = [pytest.mark.meta_device, pytest.mark.transformers]
 
@@ -50,10 +52,13 @@ def test_published_config_matches_transformers(name):
         assert costs.active_parameters(shape) < costs.parameters(shape)
     for block, (kind, window) in zip(shape.layout.blocks, cache_layer_kinds(cfg), strict=True):
         assert window is None and not block.windowed
+        summary = (Mamba, Mamba2, GatedDeltaNet)
         if kind == "linear_attention":
-            assert isinstance(block.mixer, (Mamba, Mamba2))
+            assert isinstance(block.mixer, summary)
+        elif kind == "indexed_attention":  # DeepSeek Sparse Attention
+            assert isinstance(block.mixer, SparseLatentAttention)
         else:
-            assert kind == "full_attention" and not isinstance(block.mixer, (Mamba, Mamba2))
+            assert kind == "full_attention" and not isinstance(block.mixer, summary)
 
 
 def test_published_totals_and_active_counts():

@@ -58,7 +58,7 @@ def _role(name: str, module: torch.nn.Module | None) -> str | None:
         return None
     if "project_in" in name or "project_out" in name:
         return "projection"
-    if ".mamba." in name or ".mixer." in name:
+    if ".mamba." in name or ".mixer." in name or ".linear_attn." in name:
         return "summary"
     if ".self_attn." in name or ".attn." in name:
         return "attention"

@@ -272,17 +272,13 @@ class Layout:
     def decode_pair_flops(self, context: int) -> int:
         """Operations every layer spends on pairs when one new token reads the
         ``context`` earlier ones (a windowed layer reads at most ``window - 1`` of
-        them)."""
-        return sum(
-            b.mixer.pair_flops * b.mixer.kept_tokens(context) for b in self.blocks
-        )
+        them; a sparse one only the tokens it picks)."""
+        return sum(b.mixer.decode_pair_flops(context) for b in self.blocks)
 
     def prefill_pair_flops(self, tokens: int) -> int:
         """Operations every layer spends on the allowed pairs of a ``tokens``-long
         prompt."""
-        return sum(
-            b.mixer.pair_flops * b.mixer.prompt_pairs(tokens) for b in self.blocks
-        )
+        return sum(b.mixer.prefill_pair_flops(tokens) for b in self.blocks)
 
     @cached_property
     def state_flops(self) -> int:

@@ -22,10 +22,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .attention_kinds import SparseLatentAttention
 from .feedforward import Experts, FeedForward, FeedForwardPart
 from .layout import Block, Layout
 from .measured import MeasuredExperts, MeasuredMixer
-from .mixers import Attention, LatentAttention, Mamba, Mamba2, Mixer
+from .mixers import Attention, LatentAttention, Mamba, Mixer
+from .recurrent import GatedDeltaNet, Mamba2
 
 __all__ = [
     "ROLES",
@@ -80,7 +82,7 @@ _MEASURED = (
 def _attention(m: Attention) -> list[Matrix]:
     q, kv = m.heads * m.head_dim, m.kv_heads * m.head_dim
     return [
-        Matrix(m.width, q, 1, "attention", "q_proj"),
+        Matrix(m.width, m.query_width, 1, "attention", "q_proj"),
         Matrix(m.width, kv, 1, "attention", "k_proj"),
         Matrix(m.width, kv, 1, "attention", "v_proj"),
         Matrix(q, m.width, 1, "attention", "o_proj"),
@@ -122,12 +124,35 @@ def _mamba2(m: Mamba2) -> list[Matrix]:
     ]
 
 
+def _sparse_latent(m: SparseLatentAttention) -> list[Matrix]:
+    indexer = [
+        Matrix(m.q_rank or 0, m.index_heads * m.index_dim, 1, "attention",
+               "indexer.wq_b"),
+        Matrix(m.width, m.index_dim, 1, "attention", "indexer.wk"),
+        Matrix(m.width, m.index_heads, 1, "attention", "indexer.weights_proj"),
+    ]
+    return _latent(m) + (indexer if m.own_indexer else [])
+
+
+def _gated_delta(m: GatedDeltaNet) -> list[Matrix]:
+    values = m.value_heads * m.value_dim
+    return [
+        Matrix(m.width, m.conv_channels, 1, "summary", "in_proj_qkv"),
+        Matrix(m.width, values, 1, "summary", "in_proj_z"),
+        Matrix(m.width, m.value_heads, 1, "summary", "in_proj_b"),
+        Matrix(m.width, m.value_heads, 1, "summary", "in_proj_a"),
+        Matrix(values, m.width, 1, "summary", "out_proj"),
+    ]
+
+
 def _mixer(m: Mixer) -> list[Matrix]:
     for kind, rule in (
         (Attention, _attention),
         (LatentAttention, _latent),
+        (SparseLatentAttention, _sparse_latent),
         (Mamba, _mamba),
         (Mamba2, _mamba2),
+        (GatedDeltaNet, _gated_delta),
     ):
         if type(m) is kind:
             return rule(m)

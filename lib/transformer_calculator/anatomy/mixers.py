@@ -3,15 +3,18 @@
 Every kind meets one contract, ``Mixer``: its parameters; the numbers each kept token
 adds to the cache and how many tokens it keeps; the fixed state it holds whatever the
 length; the operations per allowed (query, key) pair; and the operations its state costs
-a token. Four kinds are built by ``transformers`` families:
+a token. A kind whose attention reads only some of the tokens it keeps (DeepSeek's
+sparse attention, ``attention_kinds.py``) also says how many it reads and what a new
+token spends on them. Four kinds are built here:
 
 - ``Attention``: query heads sharing key-value heads, over every earlier position or
   over a window of the last ``window`` positions (itself included), whose cache keeps
   ``window - 1`` tokens;
 - ``LatentAttention`` (DeepSeek): one compressed vector and one shared rotary key cached
   a token, from which every head's keys and values are rebuilt;
-- ``Mamba`` and ``Mamba2``: running summaries (selective state-space layers) that keep a
-  causal filter's last inputs and a summary of fixed size, and no cache at all.
+- ``Mamba``: a running summary (a selective state-space layer) that keeps a causal
+  filter's last inputs and a summary of fixed size, and no cache at all (Mamba-2 and
+  the other running summaries are in ``recurrent.py``).
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ __all__ = [
     "Attention",
     "LatentAttention",
     "Mamba",
-    "Mamba2",
 ]
 
 
@@ -115,6 +117,35 @@ class Mixer(ABC):
     def prompt_pairs(self, tokens: int) -> int:
         """Allowed (query, key) pairs in a prompt of ``tokens`` tokens."""
 
+    def decode_pair_flops(self, context: int) -> int:
+        """Operations one new token spends on pairs after ``context`` tokens (every
+        kept token's pair, unless a selection reads fewer)."""
+        return self.pair_flops * self.kept_tokens(context)
+
+    def prefill_pair_flops(self, tokens: int) -> int:
+        """Operations a prompt of ``tokens`` tokens spends on its allowed pairs."""
+        return self.pair_flops * self.prompt_pairs(tokens)
+
+    def read_tokens(self, context: int) -> int:
+        """Kept tokens whose cached vectors a new token's attention reads after
+        ``context`` tokens (all it keeps, unless a selection reads fewer)."""
+        return self.kept_tokens(context)
+
+    @property
+    def selector_numbers(self) -> int:
+        """Numbers of ``cache_numbers`` that a new token reads for every kept token
+        even when its attention reads fewer (a selector's keys; 0: none)."""
+        return 0
+
+    def decode_read_numbers(self, context: int) -> int:
+        """Numbers of this layer's cache one new token reads after ``context``
+        tokens."""
+        kept, read = self.kept_tokens(context), self.read_tokens(context)
+        return (
+            read * (self.cache_numbers - self.selector_numbers)
+            + kept * self.selector_numbers
+        )
+
     @property
     @abstractmethod
     def state(self) -> FixedState:
@@ -143,7 +174,9 @@ class Attention(Mixer):
     when it keeps other than the architecture needs (keys and values copied to every
     query head; 0: it keeps no cache and runs the whole text again for each token;
     None: as many as the architecture). ``sinks``: one learned number a query head
-    that every row of scores also competes with (gpt-oss)."""
+    that every row of scores also competes with (gpt-oss). ``out_gate``: the query
+    projection is twice as wide, its second half a gate on each head's output
+    (Qwen3-Next, Qwen3.5)."""
 
     width: int
     heads: int
@@ -155,17 +188,25 @@ class Attention(Mixer):
     window: int | None = None
     stored_kv_heads: int | None = None
     sinks: bool = False
+    out_gate: bool = False
 
     @property
     def kind(self) -> MixerKind:
         return MixerKind.ATTENTION
 
     @property
+    def query_width(self) -> int:
+        """Outputs of the query projection: the queries, and the gate when there is
+        one."""
+        return self.heads * self.head_dim * (2 if self.out_gate else 1)
+
+    @property
     def parameters(self) -> int:
         q = self.heads * self.head_dim
         kv = self.kv_heads * self.head_dim
-        weights = self.width * (q + 2 * kv) + q * self.width
-        biases = _bias(self.qkv_bias, q + 2 * kv) + _bias(self.out_bias, self.width)
+        qg = self.query_width
+        weights = self.width * (qg + 2 * kv) + q * self.width
+        biases = _bias(self.qkv_bias, qg + 2 * kv) + _bias(self.out_bias, self.width)
         return weights + biases + self.qk_norm + _bias(self.sinks, self.heads)
 
     @property
@@ -209,7 +250,10 @@ class Attention(Mixer):
             else f"{self.kv_heads} key-value heads"
         )
         window = f", window {self.window:,}" if self.window else ""
-        return f"attention, {self.heads} heads of {self.head_dim} ({share}){window}"
+        gate = ", gated output" if self.out_gate else ""
+        return (
+            f"attention, {self.heads} heads of {self.head_dim} ({share}){window}{gate}"
+        )
 
 
 class _CausalAttention(Mixer):
@@ -373,62 +417,3 @@ class Mamba(_RunningSummary):
 
     def describe(self) -> str:
         return f"Mamba mixer, {self.inner:,} channels x {self.state_size} state numbers"
-
-
-@dataclass(frozen=True)
-class Mamba2(_RunningSummary):
-    """A Mamba-2 mixer: ``heads`` heads of ``head_dim`` channels (``inner`` in all),
-    each with a ``head_dim`` by ``state_size`` summary; B and C come in ``groups``
-    groups. The causal filter (``conv`` tokens) runs over the ``inner + 2 * groups *
-    state_size`` channels of x, B and C."""
-
-    width: int
-    inner: int
-    heads: int
-    head_dim: int
-    groups: int
-    state_size: int
-    conv: int
-    conv_bias: bool = True
-    proj_bias: bool = False
-
-    @property
-    def conv_channels(self) -> int:
-        """Channels the causal filter runs over: x, B and C."""
-        return self.inner + 2 * self.groups * self.state_size
-
-    @property
-    def parameters(self) -> int:
-        """Projections, filter, per-head step, decay and skip numbers and the gated
-        norm."""
-        c = self.conv_channels
-        projected = self.inner + c + self.heads
-        return (
-            self.width * projected
-            + _bias(self.proj_bias, projected)
-            + c * self.conv
-            + _bias(self.conv_bias, c)
-            + 3 * self.heads
-            + self.inner
-            + self.inner * self.width
-            + _bias(self.proj_bias, self.width)
-        )
-
-    @property
-    def state(self) -> FixedState:
-        """The filter's window (model format) and every head's summary (float32)."""
-        return FixedState(
-            model_format=self.conv_channels * self.conv,
-            float32=self.heads * self.head_dim * self.state_size,
-        )
-
-    @property
-    def state_flops(self) -> int:
-        """Two multiply-adds per state number: update it, read it out."""
-        return 4 * self.heads * self.head_dim * self.state_size
-
-    def describe(self) -> str:
-        return (
-            f"Mamba-2 mixer, {self.heads} heads of {self.head_dim} x {self.state_size} "
-            "state numbers"
-        )

@@ -2,13 +2,17 @@
 them: each meets the ``Mixer`` contract (no cache that grows, a fixed state) or the
 ``FeedForwardPart`` contract.
 
+- ``Mamba2``: Mamba-2's state-space mixer, a summary a head;
 - ``RwkvTimeMix`` and ``RwkvChannelMix``: RWKV-4's two halves of a block (a decaying
   weighted sum of past values, and a feed-forward part that mixes in the previous
   token);
 - ``RgLru``: RecurrentGemma's (Griffin's) recurrent block, a short causal filter and a
   real-gated linear recurrence;
 - ``MLstm``: xLSTM's matrix-memory layer, a key-value memory per head that decays and
-  is written through gates.
+  is written through gates;
+- ``GatedDeltaNet``: Qwen3-Next's and Qwen3.5's linear attention, a key-by-value
+  memory per head that decays and is corrected by the delta rule (Yang et al.'s Gated
+  DeltaNet), after a short causal filter.
 """
 
 from __future__ import annotations
@@ -16,9 +20,69 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .feedforward import DensePart
-from .mixers import FixedState, _RunningSummary
+from .mixers import FixedState, _bias, _RunningSummary
 
-__all__ = ["RwkvTimeMix", "RwkvChannelMix", "RgLru", "MLstm"]
+__all__ = ["Mamba2", "RwkvTimeMix", "RwkvChannelMix", "RgLru", "MLstm",
+           "GatedDeltaNet"]
+
+
+@dataclass(frozen=True)
+class Mamba2(_RunningSummary):
+    """A Mamba-2 mixer: ``heads`` heads of ``head_dim`` channels (``inner`` in all),
+    each with a ``head_dim`` by ``state_size`` summary; B and C come in ``groups``
+    groups. The causal filter (``conv`` tokens) runs over the ``inner + 2 * groups *
+    state_size`` channels of x, B and C."""
+
+    width: int
+    inner: int
+    heads: int
+    head_dim: int
+    groups: int
+    state_size: int
+    conv: int
+    conv_bias: bool = True
+    proj_bias: bool = False
+
+    @property
+    def conv_channels(self) -> int:
+        """Channels the causal filter runs over: x, B and C."""
+        return self.inner + 2 * self.groups * self.state_size
+
+    @property
+    def parameters(self) -> int:
+        """Projections, filter, per-head step, decay and skip numbers and the gated
+        norm."""
+        c = self.conv_channels
+        projected = self.inner + c + self.heads
+        return (
+            self.width * projected
+            + _bias(self.proj_bias, projected)
+            + c * self.conv
+            + _bias(self.conv_bias, c)
+            + 3 * self.heads
+            + self.inner
+            + self.inner * self.width
+            + _bias(self.proj_bias, self.width)
+        )
+
+    @property
+    def state(self) -> FixedState:
+        """The filter's window (model format) and every head's summary (float32)."""
+        return FixedState(
+            model_format=self.conv_channels * self.conv,
+            float32=self.heads * self.head_dim * self.state_size,
+        )
+
+    @property
+    def state_flops(self) -> int:
+        """Two multiply-adds per state number: update it, read it out."""
+        return 4 * self.heads * self.head_dim * self.state_size
+
+    def describe(self) -> str:
+        return (
+            f"Mamba-2 mixer, {self.heads} heads of {self.head_dim} x {self.state_size} "
+            "state numbers"
+        )
 
 
 @dataclass(frozen=True)
@@ -147,4 +211,70 @@ class MLstm(_RunningSummary):
         return (
             f"mLSTM layer, {self.heads} heads of a {self.state_qk} x {self.state_v} "
             "memory"
+        )
+
+
+@dataclass(frozen=True)
+class GatedDeltaNet(_RunningSummary):
+    """Gated DeltaNet (``Qwen3NextGatedDeltaNet``, ``Qwen3_5GatedDeltaNet``):
+    ``key_heads`` heads of queries and keys of ``key_dim`` channels, ``value_heads``
+    heads of values of ``value_dim`` (each key head shared by ``value_heads /
+    key_heads`` value heads); projections from ``width`` to the queries, keys and
+    values, to an output gate as wide as the values, and to a decay and a write
+    strength a value head; a causal filter ``conv`` tokens long over the queries, keys
+    and values (no bias); a step bias and a decay rate a value head; an RMSNorm of
+    ``value_dim`` numbers shared by the heads; and a projection back.
+
+    Between tokens it holds the filter's last ``conv`` inputs (the model's format, as
+    transformers' cache keeps them) and every value head's ``key_dim`` by ``value_dim``
+    memory (float32)."""
+
+    width: int
+    key_heads: int
+    key_dim: int
+    value_heads: int
+    value_dim: int
+    conv: int
+
+    @property
+    def conv_channels(self) -> int:
+        """Channels the causal filter runs over: queries, keys and values."""
+        return 2 * self.key_heads * self.key_dim + self.value_heads * self.value_dim
+
+    @property
+    def parameters(self) -> int:
+        """Projections, filter, step bias, decay rate, the gated norm."""
+        values = self.value_heads * self.value_dim
+        projections = self.width * (self.conv_channels + values + 2 * self.value_heads)
+        return (
+            projections
+            + self.conv_channels * self.conv
+            + 2 * self.value_heads
+            + self.value_dim
+            + values * self.width
+        )
+
+    @property
+    def memory_numbers(self) -> int:
+        """Numbers of every value head's memory."""
+        return self.value_heads * self.key_dim * self.value_dim
+
+    @property
+    def state(self) -> FixedState:
+        return FixedState(
+            model_format=self.conv_channels * self.conv, float32=self.memory_numbers
+        )
+
+    @property
+    def state_flops(self) -> int:
+        """A token's filter (a multiply-add a channel a tap) and three multiply-adds a
+        memory number: read it with the key, write the correction (the delta rule),
+        read it with the query (the decay, one multiply a number, is elementwise and
+        left out, as ``linear_attention.walk_flops_per_token`` leaves it)."""
+        return 2 * self.conv_channels * self.conv + 6 * self.memory_numbers
+
+    def describe(self) -> str:
+        return (
+            f"Gated DeltaNet, {self.value_heads} heads of a {self.key_dim} x "
+            f"{self.value_dim} memory"
         )

@@ -47,6 +47,7 @@ from transformer_arithmetic.checks import checked_whole
 from ..anatomy.feedforward import Experts, FeedForward
 from ..anatomy.layout import FLOAT32_BYTES, Block
 from ..anatomy.matrices import matrices_of_block
+from ..anatomy.attention_kinds import SparseLatentAttention
 from ..anatomy.mixers import Attention, LatentAttention
 from ..anatomy.model import Model
 
@@ -97,6 +98,11 @@ def _mixer_numbers(block: Block, seq_len: int, grid: bool) -> tuple[int, int]:
     """(numbers cut by heads, d-wide numbers) attention keeps a token; the grid spans
     ``seq_len`` keys."""
     m = block.mixer
+    if type(m) is Attention and m.out_gate or type(m) is SparseLatentAttention:
+        what = ("an attention layer with an output gate" if type(m) is Attention
+                else "a sparse latent attention layer (its indexer's scores)")
+        raise ValueError(f"the activations {what} keeps for training are not "
+                         "counted here")
     if type(m) is Attention:
         q, kv = m.heads * m.head_dim, m.kv_heads * m.head_dim
         qk_norm = q + kv if m.qk_norm else 0

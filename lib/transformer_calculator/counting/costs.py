@@ -187,9 +187,10 @@ def _work(model: Model, acc: Accelerator, tokens: int, other: float) -> float:
 def decode_bytes(model: Model, context: int, batch: int = 1) -> int:
     """Bytes one decode step reads for ``batch`` conversations of ``context`` tokens:
     the weights the batch touches (a row of a gathered table each) and each
-    conversation's whole cache."""
+    conversation's cache (all of it, but for a sparse attention's unchosen tokens)."""
     batch = checked_whole("batch", batch, minimum=1)
-    return weight_bytes_read(model, batch) + batch * cache_bytes(model, context)
+    return weight_bytes_read(model, batch) + batch * stored.cache_read_bytes(
+        model, context)
 
 
 def prefill_bytes(model: Model, tokens: int, batch: int = 1) -> int:
@@ -207,7 +208,8 @@ def _decode_work(model: Model, acc: Accelerator, context: int, batch: int) -> fl
     context = checked_whole("context", context)
     layout = model.layout
     other = batch * (layout.decode_pair_flops(context) + layout.state_flops)
-    other += dequant_flops(model, batch, batch * _cache_numbers(model, context))
+    read = sum(b.mixer.decode_read_numbers(context) for b in layout.blocks)
+    other += dequant_flops(model, batch, batch * read)
     return _work(model, acc, batch, other)
 
 

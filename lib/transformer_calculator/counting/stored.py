@@ -19,6 +19,7 @@ from ..anatomy.formats import CacheAsModel, Unpacked
 from ..anatomy.feedforward import Experts
 from ..anatomy.layout import FLOAT32_BYTES, Block
 from ..anatomy.matrices import Matrix, expert_matrices, matrices
+from ..anatomy.attention_kinds import SparseLatentAttention
 from ..anatomy.mixers import Attention, LatentAttention
 from ..anatomy.model import Model
 
@@ -209,6 +210,8 @@ def cache_vectors(block: Block) -> list[int]:
         return [m.head_dim] * (2 * m.kv_heads)
     if type(m) is LatentAttention:
         return [m.kv_rank, m.rope_dim]
+    if type(m) is SparseLatentAttention:
+        return [m.kv_rank, m.rope_dim] + ([m.index_dim] if m.own_indexer else [])
     raise ValueError(
         f"the cache vectors of a {type(m).__name__} layer are not known (a model "
         "counted by the transformers route keeps its cache in its own format)"
@@ -240,6 +243,33 @@ def cache_bytes(model: Model, tokens: int, block_size: int = 1) -> int:
     for mixer, per_token, layers in caching_kinds(model):
         kept = math.ceil(mixer.kept_tokens(tokens) / block_size) * block_size
         kv += layers * (kept * per_token + model.cache.layer_bytes)
+    return kv + model.layout.state_bytes(model.bytes_per_number)
+
+
+def selector_token_bytes(model: Model, mixer: object) -> int:
+    """Bytes of the part of a kept token's cache that every new token reads even when
+    its attention reads fewer tokens (a sparse attention's indexer key; 0: none)."""
+    n = mixer.selector_numbers
+    if n == 0:
+        return 0
+    if isinstance(model.cache, CacheAsModel):
+        return n * model.bytes_per_number
+    return model.cache.vector_bytes(n, model.bytes_per_number)
+
+
+def cache_read_bytes(model: Model, context: int) -> int:
+    """Bytes of one conversation's cache a decode step reads after ``context`` tokens:
+    every kept token of each layer (a sparse attention's chosen tokens, and its
+    indexer's key of every kept one), the format's fixed scales and any
+    running-summary state."""
+    if context == 0:
+        return 0
+    kv = 0
+    for mixer, per_token, layers in caching_kinds(model):
+        kept, read = mixer.kept_tokens(context), mixer.read_tokens(context)
+        selector = selector_token_bytes(model, mixer)
+        kv += layers * (read * (per_token - selector) + kept * selector
+                        + model.cache.layer_bytes)
     return kv + model.layout.state_bytes(model.bytes_per_number)
 
 

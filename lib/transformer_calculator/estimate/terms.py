@@ -25,8 +25,8 @@ from ..counting.chips import Chip, rate_for
 from ..counting.costs import arithmetic_time, cache_bytes, prefill_limits
 from ..anatomy.matrices import matrices
 from ..anatomy.model import Model
-from ..counting.stored import (caching_kinds, expert_kinds, matrix_bytes, one_expert,
-                               read_bytes, tables)
+from ..counting.stored import (cache_read_bytes, caching_kinds, expert_kinds,
+                               matrix_bytes, one_expert, read_bytes, tables)
 from ..splits import Split, expert_layers
 
 __all__ = ["Roof", "Count", "GROUPS", "generation", "decode_terms", "prefill_terms",
@@ -125,12 +125,12 @@ def decode_terms(model: Model, chip: Chip, context: int, batch: int) -> list:
     its kernels and a fixed time for each layer."""
     gen = generation(chip)
     roofs = _matrix_roofs(model, chip, batch, gen)
-    cached = batch * cache_bytes(model, context) / chip.bytes_per_s
-    pairs = sum(layers * mixer.pair_flops * mixer.kept_tokens(context)
+    cached = batch * cache_read_bytes(model, context) / chip.bytes_per_s
+    pairs = sum(layers * mixer.decode_pair_flops(context)
                 for mixer, _, layers in caching_kinds(model))
     state = model.layout.state_flops
     cache_dequant = model.cache.dequant_ops * batch * sum(
-        b.cache_numbers_at(context) for b in model.layout.blocks)
+        b.mixer.decode_read_numbers(context) for b in model.layout.blocks)
     attention = Roof("attention over the cache",
                      (batch * (pairs + state) + cache_dequant) / chip.flops_per_s,
                      cached, f"attention compute:{gen}", f"attention read:{gen}")

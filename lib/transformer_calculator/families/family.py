@@ -12,6 +12,7 @@ from .parts import NORM_NAMES, NORM_NUMBERS, Flag, QKNorm, resolve
 from .reader import MAX_LAYERS, Reader, short
 from .rules_attention import Windows, head_dim_from_field, kv_from_field
 from .rules_experts import Ffns
+from .rules_sparse import sparse_latent
 from .rules_layers import Mixers, width_field
 
 __all__ = ["LLAMA_NAMES", "GPT2_NAMES", "Family"]
@@ -44,7 +45,10 @@ class Family:
 
     - attention: ``kv_heads`` and ``head_dim`` (rules), ``qkv_bias`` and ``out_bias``,
     ``qk_norm``, ``windows`` (which layers see only recent positions), ``latent``
-    (DeepSeek's compressed cache), ``stores_every_head`` (transformers' cache copies
+    (DeepSeek's compressed cache), ``indexers`` (a rule: which latent layers run
+    DeepSeek Sparse Attention's indexer of their own), ``out_gate`` (a gate on each
+    head's output, projected beside the queries), ``stores_every_head``
+    (transformers' cache copies
     keys and values out to every query head), ``sinks`` (a learned number a head),
     ``keeps_no_cache`` (transformers keeps none: it runs the whole text again for each
     token);
@@ -88,6 +92,8 @@ class Family:
     dense: Callable[[Reader, int], FeedForwardPart] | None = None
     mixers: Mixers | None = None
     latent: bool = False
+    indexers: Callable[[Reader, int], list[bool]] | None = None
+    out_gate: bool = False
     stores_every_head: bool | Callable[[Reader], bool] = False
     sinks: bool = False
     float32_norms: bool = False
@@ -186,8 +192,10 @@ class Family:
                 bias=r.flag("attention_bias", False),
             )
             # transformers does not use them for latent attention
-            r.read.update({"num_key_value_heads", "head_dim"})
-            return [part] * layers
+            r.read.update({"num_key_value_heads", "head_dim", "qk_head_dim"})
+            if self.indexers is None:
+                return [part] * layers
+            return sparse_latent(r, part, self.indexers(r, layers))
         kv = self.kv_heads(r, heads)
         if kv > heads or heads % kv:
             raise ValueError(
@@ -211,6 +219,7 @@ class Family:
                 window=w,
                 stored_kv_heads=stored,
                 sinks=self.sinks,
+                out_gate=self.out_gate,
             )
             for w in windows
         ]

@@ -8,7 +8,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from ..anatomy.mixers import Mamba, Mamba2
+from ..anatomy.mixers import Mamba
+from ..anatomy.recurrent import Mamba2
 from .reader import Reader, short, whole_field
 
 

@@ -27,6 +27,10 @@ from .rules_experts import (
     experts_qwen, mixers_jetmoe,
 )
 from .layouts import layout_longcat
+from .rules_sparse import (
+    experts_deepseek_v32, experts_qwen3_5, indexers_every_layer, indexers_glm,
+    mixers_qwen_next,
+)
 from .rules_recurrent import (
     dense_recurrent_gemma, dense_rwkv, dense_xlstm, mixers_recurrent_gemma, mixers_rwkv,
     mixers_xlstm, norms_xlstm, windows_recurrent_gemma,
@@ -42,6 +46,17 @@ __all__ = ["FAMILIES", "GENERIC", "REFUSED_TYPES", "STRUCTURE_FIELDS"]
 _LLAMA_BIAS = Flag("attention_bias", False)
 _CROSS_ATTENTION = {
     "add_cross_attention": "cross-attention layers belong to an encoder-decoder"}
+
+_QWEN_NEXT = {"kv_heads": kv_from_field(), "head_dim": head_dim_from_field(),
+              "qkv_bias": _LLAMA_BIAS, "out_bias": _LLAMA_BIAS,
+              "qk_norm": QKNorm("head"), "out_gate": True, "mixers": mixers_qwen_next}
+"""What Qwen3-Next and Qwen3.5 share: Gated DeltaNet layers beside attention whose
+output is gated, its queries and keys normalised per head."""
+
+_QWEN3_5_UNCOUNTED = ("attn_output_gate", "mamba_ssm_dtype",
+                      "mtp_use_dedicated_embeddings")
+"""Qwen3.5's fields transformers' model does not read (its output gate is always there;
+the multi-token-prediction layers are not built)."""
 
 FAMILIES: tuple[Family, ...] = (
     Family("Llama", ("llama",), qkv_bias=_LLAMA_BIAS, out_bias=_LLAMA_BIAS,
@@ -189,6 +204,25 @@ FAMILIES: tuple[Family, ...] = (
     Family("DeepSeek-V3", ("deepseek_v3",), latent=True,
            experts=experts_deepseek(False),
            summary="latent attention and experts with a shared expert"),
+    Family("DeepSeek-V3.2", ("deepseek_v32",), latent=True,
+           indexers=indexers_every_layer, experts=experts_deepseek_v32(False),
+           summary=("DeepSeek-V3's layout with sparse attention: a lightning indexer "
+                    "picks the tokens each query reads")),
+    Family("GLM-5 (GLM-MoE-DSA)", ("glm_moe_dsa",), latent=True,
+           indexers=indexers_glm, experts=experts_deepseek_v32(False),
+           no_count=("indexer_rope_interleave", "rope_interleave"),
+           summary=("latent attention with DeepSeek's sparse attention (an indexer "
+                    "a layer, or the last one's) and experts with a shared expert")),
+    Family("Qwen3-Next", ("qwen3_next",), **_QWEN_NEXT, experts=experts_qwen(True),
+           summary=("three Gated DeltaNet layers to each attention layer (its output "
+                    "gated), experts with a gated shared expert")),
+    Family("Qwen3.5", ("qwen3_5_text",), **_QWEN_NEXT, no_count=_QWEN3_5_UNCOUNTED,
+           summary=("three Gated DeltaNet layers to each attention layer (its output "
+                    "gated), gated feed-forward parts")),
+    Family("Qwen3.5-MoE", ("qwen3_5_moe_text",), **_QWEN_NEXT, experts=experts_qwen3_5,
+           no_count=_QWEN3_5_UNCOUNTED,
+           summary=("three Gated DeltaNet layers to each attention layer (its output "
+                    "gated), experts with a gated shared expert in every layer")),
     Family("gpt-oss", ("gpt_oss",), qkv_bias=Flag("attention_bias", True),
            out_bias=Flag("attention_bias", True), sinks=True, float32_norms=True,
            windows=windows_gpt_oss, experts=experts_gpt_oss,
@@ -390,6 +424,11 @@ STRUCTURE_FIELDS = frozenset({
     "mamba_d_state", "mamba_d_conv", "mamba_expand", "mamba_dt_rank", "mamba_n_heads",
     "mamba_d_head",
     "mamba_n_groups", "mamba_conv_bias", "mamba_proj_bias",
+    # linear attention (Gated DeltaNet) and sparse attention's indexer
+    "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+    "linear_value_head_dim", "linear_conv_kernel_dim", "full_attention_interval",
+    "index_n_heads", "index_head_dim", "index_topk", "indexer_types",
+    "mlp_layer_types",
     # our own override
     "gated_ffn",
 })

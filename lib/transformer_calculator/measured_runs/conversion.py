@@ -58,17 +58,14 @@ MODELS = {
     "nvidia/Qwen3-32B-NVFP4": "qwen3-32b",
     "Qwen/Qwen3-235B-A22B-FP8": "qwen3-235b-a22b-fp8",
     "moonshotai/Kimi-K2.5": "kimi-k2.5",
+    "Qwen/Qwen3.5-397B-A17B": "qwen3.5-397b-a17b",
+    "zhipuai/GLM-5": "glm-5",
 }
 """The shipped config each checkpoint of the serving table is read by (an Instruct
 model has its base model's sizes; NVIDIA's fp8 and nvfp4 copies, the sizes of the
 model they pack)."""
 
-NO_LAYOUT = {
-    "Qwen/Qwen3.5-397B-A17B": "Qwen3.5's linear-attention (Gated DeltaNet) layers have "
-    "no layout in this calculator yet",
-    "zhipuai/GLM-5": "GLM-5's sparse attention (a lightning indexer choosing the keys "
-    "each query reads) has no layout in this calculator yet",
-}
+NO_LAYOUT: dict[str, str] = {}
 """Checkpoints whose layers the calculator cannot lay out, and why."""
 
 CHIPS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200",

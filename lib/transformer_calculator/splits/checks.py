@@ -7,7 +7,9 @@ from __future__ import annotations
 from transformer_arithmetic.pipeline import uneven_stage_layers
 
 from ..anatomy.feedforward import Experts, FeedForward
+from ..anatomy.attention_kinds import SparseLatentAttention
 from ..anatomy.mixers import Attention, LatentAttention
+from ..anatomy.recurrent import GatedDeltaNet
 from ..anatomy.model import Model
 from .plan import Split
 
@@ -27,19 +29,32 @@ def _sizes(ok, most: int = 64) -> str:
         found[-1])
 
 
+def _mixer_uncut(i: int, m, tp: int) -> str | None:
+    """Why layer ``i``'s mixer ``m`` cannot be cut over ``tp`` devices (None: it
+    can): by its heads (a Gated DeltaNet by its key and value heads)."""
+    if type(m) is GatedDeltaNet:
+        if m.key_heads % tp:
+            return (f"{m.key_heads} linear-attention key heads do not divide among "
+                    f"{tp} devices")
+        return None
+    if type(m) not in (Attention, LatentAttention, SparseLatentAttention):
+        return f"layer {i}'s {type(m).__name__} is not split by this calculator"
+    if m.heads % tp:
+        return f"{m.heads} heads do not divide among {tp} devices"
+    kv = getattr(m, "kv_heads", None)
+    if kv is not None and kv % tp and tp % kv:
+        return (f"{kv} key-value heads neither divide among {tp} devices nor "
+                "divide them")
+    return None
+
+
 def _tp_divides(model: Model, tp: int) -> str | None:
     """Why ``model``'s layers cannot be cut over ``tp`` devices (None: they can)."""
     for i, b in enumerate(model.layout.blocks):
-        m, f = b.mixer, b.ffn
-        if tp > 1:
-            if type(m) not in (Attention, LatentAttention):
-                return f"layer {i}'s {type(m).__name__} is not split by this calculator"
-            if m.heads % tp:
-                return f"{m.heads} heads do not divide among {tp} devices"
-            kv = getattr(m, "kv_heads", None)
-            if kv is not None and kv % tp and tp % kv:
-                return (f"{kv} key-value heads neither divide among {tp} devices nor "
-                        "divide them")
+        f = b.ffn
+        why = _mixer_uncut(i, b.mixer, tp) if tp > 1 else None
+        if why:
+            return why
         for part in (f, getattr(f, "shared", None)):
             if isinstance(part, FeedForward) and part.inner % tp:
                 return f"feed-forward width {part.inner:,} does not divide among {tp}"

@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+from ..anatomy.attention_kinds import SparseLatentAttention
 from ..anatomy.mixers import Attention, LatentAttention
 from ..anatomy.model import Model
 from ..counting.training import Training, trainable_parameters
@@ -65,8 +66,8 @@ def kv_bytes_per_position(st: Model) -> float:
         m = b.mixer
         if type(m) is Attention:
             total += 2 * m.kv_heads * m.head_dim
-        elif type(m) is LatentAttention:
-            total += m.kv_rank + m.rope_dim
+        elif type(m) in (LatentAttention, SparseLatentAttention):
+            total += m.cache_numbers
     return total * st.bytes_per_number
 
 

@@ -3,14 +3,16 @@
 A tensor-parallel device holds h / N_tp query heads, h_kv / N_tp key-value heads (one
 copy where there are fewer than N_tp), f / N_tp of each feed-forward width and V / N_tp
 vocabulary rows, padded up as Megatron-LM pads them; normalisations, routers and a
-latent attention's down-projections stay whole on every device. An expert-parallel
-device holds (E + R) / N_ep whole experts, R copies of the busiest beside the model's
-own E (redundant experts), each cut by N_tp / N_ep more where N_ep is smaller than N_tp,
-and serves the tokens of the N_ep / N_tp model copies its group spans (attention data
-parallel beside expert parallel). A pipeline stage holds its layers; the first stage
-the input table, the last the output head and the final normalisation (a tied table is
-copied to both ends, as Megatron-LM does). Every byte and second of a device is then
-the calculator's own count of that layout (``costs``, ``training``).
+latent attention's down-projections (and a sparse one's indexer) stay whole on every
+device; a Gated DeltaNet layer holds 1 / N_tp of its key and value heads. An
+expert-parallel device holds (E + R) / N_ep whole experts, R copies of the busiest
+beside the model's own E (redundant experts), each cut by N_tp / N_ep more where N_ep
+is smaller than N_tp, and serves the tokens of the N_ep / N_tp model copies its group
+spans (attention data parallel beside expert parallel). A pipeline stage holds its
+layers; the first stage the input table, the last the output head and the final
+normalisation (a tied table is copied to both ends, as Megatron-LM does). Every byte
+and second of a device is then the calculator's own count of that layout (``costs``,
+``training``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import dataclasses
 
 from ..anatomy.feedforward import Experts, FeedForward
 from ..anatomy.mixers import Attention
+from ..anatomy.recurrent import GatedDeltaNet
 from ..anatomy.model import Model
 from .checks import physical_experts, stage_layers
 from .plan import Split
@@ -44,7 +47,11 @@ def _mixer(m, tp: int):
         stored = m.stored_kv_heads and max(m.stored_kv_heads // tp, 1)
         return dataclasses.replace(m, heads=m.heads // tp, kv_heads=kv,
                                    stored_kv_heads=stored)
-    return dataclasses.replace(m, heads=m.heads // tp)  # latent: down-proj. whole
+    if isinstance(m, GatedDeltaNet):  # key and value heads, the filter's channels
+        return dataclasses.replace(m, key_heads=m.key_heads // tp,
+                                   value_heads=m.value_heads // tp)
+    # latent: down-projections whole; a sparse one's indexer whole on every device
+    return dataclasses.replace(m, heads=m.heads // tp)
 
 
 def _ffn(f, s: Split, physical: int):
