@@ -45,8 +45,7 @@ HELD_OUT = ("deepseek-v3-fp8", "deepseek-v3.1-nvfp4", "llama-3.1-70b",
 """Models whose runs are held out of the fit: the error and the intervals are theirs.
 One of each pair of a family stays out (DeepSeek-V3 beside R1, Llama-3.1-70B beside
 8B, Qwen3-235B beside 32B, the playbook's 3B and 80B beside 1B and 8B), and gpt-oss,
-Qwen3.5 and GLM-5 whole (the last two carry the newest layer kinds, Gated DeltaNet and
-sparse attention, which are then tested out of sample)."""
+Qwen3.5 and GLM-5 whole (Gated DeltaNet and sparse attention are then tested unseen)."""
 
 START = {"compute": 1.6, "read": 1.25, "expert compute": 2.0, "expert read": 1.5,
          "prefill compute": 1.6, "prefill expert compute": 2.0,
