@@ -693,7 +693,7 @@ def test_the_plan_mode_ranks_a_training_runs_plans_as_the_command_line(tab):
     reset(tab)
 
 
-PLAN_SERVING = {"#calc-prompt": "2000", "#calc-answer": "500", "#calc-rate": "20",
+PLAN_SERVING = {"#calc-prompt": "2000", "#calc-answer": "500", "#calc-request-rate": "20",
                 "#calc-ttft": "1000", "#calc-tpot": "50"}
 PLAN_SERVING_ARGV = ("plan", "llama-3-8b", "--chip", "h100-sxm", "--chips", "8",
                      "--prompt", "2000", "--answer", "500", "--rate", "20", "--ttft-ms",
@@ -707,7 +707,7 @@ def test_the_plan_mode_ranks_a_services_plans_as_the_command_line(tab):
     page.select_option("#calc-chip-name", "h100-sxm")
     page.check("#calc-command-plan")
     page.check("#calc-goal-serving")
-    assert visible(tab, "#calc-prompt", "#calc-answer", "#calc-rate", "#calc-ttft",
+    assert visible(tab, "#calc-prompt", "#calc-answer", "#calc-request-rate", "#calc-ttft",
                    "#calc-tpot", "#calc-aggregated", "#calc-kv") == [True] * 7
     assert visible(tab, "#calc-context", "#calc-batch", "#calc-seq-len",
                    "#calc-global-batch", "#calc-tokens") == [False] * 5
@@ -726,7 +726,7 @@ def test_the_plan_mode_ranks_a_services_plans_as_the_command_line(tab):
     assert {p["kind"] for p in expected["plans"]} == {"aggregated"}
     # the report mode takes the prompt and answer it shares with the service, and no more
     page.check("#calc-command-report")
-    assert visible(tab, "#calc-context", "#calc-prompt", "#calc-rate") == [True, True, False]
+    assert visible(tab, "#calc-context", "#calc-prompt", "#calc-request-rate") == [True, True, False]
     reset(tab)
 
 
