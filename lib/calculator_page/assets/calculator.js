@@ -152,8 +152,20 @@
   // A line that says the model cannot run here is marked, so it is read first.
   const WARNING = /do not fit|cannot run|none printed|^Chips for the weights|^No plan/;
 
+  // A ranked plan ("#1  tp 8 x pp 1 ...", then its indented lines): its rank and shape
+  // as a heading, each of its lines below it.
+  const PLAN = /^(#\d+)\s{2,}(\S.*)$/;
+
+  function renderPlan(item, warn) {
+    const [, rank, shape] = item[0].match(PLAN);
+    return el("li", { class: ["calc-plan", warn].filter(Boolean).join(" ") },
+      el("p", { class: "calc-plan-head" }, el("strong", { text: rank }), " ", shape),
+      item.slice(1).map((line) => el("span", { class: "calc-plan-line" }, ...linked(line))));
+  }
+
   function renderLines(block) {
     return el("ul", { class: "calc-lines" }, block.items.map((item) => {
+      if (PLAN.test(item[0])) return renderPlan(item, null);
       const split = item[0].match(/^(\S.*?\S)\s{2,}(\S.*)$/);
       const rest = item.slice(1).flatMap((line) => [el("br"), ...linked(line)]);
       const warn = WARNING.test(item.join(" ")) ? "calc-warning" : null;
