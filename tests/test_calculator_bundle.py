@@ -163,3 +163,16 @@ def test_plan_price_and_draft_are_traced_and_listed(traced):
     with contextlib.redirect_stdout(io.StringIO()):
         assert command_line(["report", "plain-small", "--draft", traced.configs[0],
                              "--json"]) == 0
+
+
+def test_every_field_names_modes_the_form_has():
+    """A field belongs to the modes its data-calc-mode lists: each is the form's command
+    (report, train, plan) or a plan's goal (plan-training, plan-serving), and every
+    command and goal has a choice that selects it."""
+    form = re.sub(r"<!--.*?-->", "", (LIB / "calculator_page" / "assets" / "form.html")
+                  .read_text(), flags=re.S)
+    named = {m for v in re.findall(r'data-calc-mode="([^"]+)"', form) for m in v.split()}
+    commands = set(re.findall(r'name="calc-command" id="[^"]+" value="([^"]+)"', form))
+    goals = set(re.findall(r'name="calc-goal" id="[^"]+" value="([^"]+)"', form))
+    assert commands == {"report", "train", "plan"} and goals == {"training", "serving"}
+    assert named == commands | {f"plan-{g}" for g in goals}, named

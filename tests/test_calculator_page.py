@@ -722,6 +722,10 @@ def test_the_plan_mode_ranks_a_training_runs_plans_as_the_command_line(tab):
     assert {p["weights"] for p in expected["plans"]} == {"bf16", "fp8"}
     assert page.locator(".calc-results li").first.inner_text().startswith(
         "Plans for llama-3-8b on 8 x")
+    heads = page.locator(".calc-results li.calc-plan .calc-plan-head").all_inner_texts()
+    assert heads and [h.split()[0] for h in heads] == [f"#{i}" for i in range(1, 6)], heads
+    assert page.locator(".calc-results li.calc-plan").first.inner_text().count(
+        "estimated: floor") == 1
     assert "8 x NVIDIA H100 SXM" in page.inner_text(".calc-status")
     screenshot(page, ARTIFACTS / "calculator_plan_1280.png")
     # a goal given in part: the fields it lacks are marked, in the form's words
