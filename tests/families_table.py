@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import sys
 
-from family_forms import (build, counts, cut_form, defaults_form, hf_config, layer_kinds,
-                          quiet, real_cache, shrunk_form)
+from family_forms import (build, counts, cut_form, defaults_form, hf_config,
+                          layer_kinds, quiet, real_cache, shrunk_form)
 from transformer_calculator.reading import catalog
 from transformer_calculator.counting import costs
 from transformer_calculator.reading.config import model_from_config
 from transformer_calculator.families import FAMILIES
 from transformer_calculator.anatomy.measured import MeasuredMixer
 from transformer_calculator.anatomy.mixers import (Attention, LatentAttention, Mamba,
-    Mamba2, MixerKind)
+                                                   Mamba2, MixerKind)
 
 LAYOUTS = {t for f in FAMILIES for t in f.model_types}
 PROMPT = 8

@@ -17,7 +17,7 @@ from transformer_arithmetic import ModelShape
 from transformer_arithmetic import splits as teaching
 from transformer_arithmetic import tensor_parallel as ttp
 from transformer_arithmetic.collectives import ring_time
-from transformer_arithmetic.examples.many_chips_inputs import NVLINK
+from transformer_arithmetic.examples.many_chips import NVLINK
 from transformer_calculator.counting import costs
 from transformer_calculator.counting.activations import activation_bytes
 from transformer_calculator.counting.chips import chip

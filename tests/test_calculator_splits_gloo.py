@@ -5,7 +5,7 @@ exchange of keys and values and its balanced pairs.
 A tensor-parallel device's weight bytes against PyTorch's own tensor parallel under gloo:
 ``torch.distributed.tensor.parallel.parallelize_module`` cuts the book's reference decoder
 (column- and row-parallel linears, vocabulary-parallel tables) in real processes
-(``collective_runs.run``, task ``sharded_runs.megatron_plan_bytes``), and the bytes of the
+(``gloo.run``, task ``sharded_runs.megatron_plan_bytes``), and the bytes of the
 parameters each rank holds must equal the calculator's device layout (``splits.device_model``)
 for the same shape, rank by rank, with the ranks' sum the whole model's bytes."""
 from __future__ import annotations
@@ -17,8 +17,7 @@ import torch
 from transformer_arithmetic import ModelShape
 from transformer_arithmetic.runs import sequence_runs
 from transformer_arithmetic.runs import sharded_runs as sr
-from transformer_arithmetic.runs.collective_runs import (gloo_transfers, payload_agrees,
-    run)
+from transformer_arithmetic.runs.gloo import (gloo_transfers, payload_agrees, run)
 from transformer_arithmetic.collectives import ring_bytes_sent
 from transformer_arithmetic.runs.reference_model import Block
 from transformer_calculator.counting import costs

@@ -28,7 +28,7 @@ from torch.utils.checkpoint import checkpoint
 from transformer_arithmetic import ModelShape
 from transformer_arithmetic.runs.reference_model import Decoder
 from transformer_calculator.counting.activations import (activation_bytes, logits_bytes,
-    softmax_bytes)
+                                                         softmax_bytes)
 from transformer_calculator.reading.plain import model_of
 from transformer_calculator.counting.training import Training, step_memory
 

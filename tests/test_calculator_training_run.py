@@ -19,9 +19,10 @@ from transformer_calculator.counting.chips import chip
 from transformer_calculator.command_line.cli import load_model, main
 from transformer_calculator.reading.plain import model_of
 from transformer_calculator.counting.training import (Training, bytes_per_parameter,
-    step_memory)
+                                                      step_memory)
 from transformer_calculator.counting.training_time import (model_time, optimizer_time,
-    pass_time, step_time, step_work, train_figures)
+                                                           pass_time, step_time,
+                                                           step_work, train_figures)
 
 H100 = chip("h100-sxm")
 SHAPE = ModelShape(layers=3, heads=8, kv_heads=2, head_dim=32, ffn_width=512, vocab=1024,

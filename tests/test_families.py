@@ -5,12 +5,13 @@ import json
 
 import pytest
 
-from hf_reference import (PUBLISHED, config_path, build, cache_layer_kinds, is_sparse, load_modelling_code,
-                          parameter_count, published, quiet, tiny, weight_bytes)
+from hf_reference import (PUBLISHED, config_path, build, cache_layer_kinds, is_sparse,
+                          load_modelling_code, parameter_count, published, quiet, tiny,
+                          weight_bytes)
 from transformer_calculator.counting import costs
 from transformer_calculator.anatomy.mixers import MixerKind
 from transformer_calculator.reading.config import (example_config_path, example_configs,
-    model_from_config, read_config)
+                                                   model_from_config, read_config)
 
 pytestmark = [pytest.mark.meta_device, pytest.mark.transformers]
 

@@ -3,9 +3,9 @@ calculator and by the models ``transformers`` builds from the same files on the 
 total and active parameters, weight bytes, and the kind of each layer's cache."""
 import pytest
 
-from hf_reference import (PUBLISHED, active_parameter_count, build, cache_layer_kinds, hf_config,
-                          is_sparse, language_config, load_modelling_code, parameter_count,
-                          published, quiet, weight_bytes)
+from hf_reference import (PUBLISHED, active_parameter_count, build, cache_layer_kinds,
+                          hf_config, is_sparse, language_config, load_modelling_code,
+                          parameter_count, published, quiet, weight_bytes)
 from test_families import unquantized
 from transformer_calculator.counting import costs
 from transformer_calculator.reading.config import model_from_config

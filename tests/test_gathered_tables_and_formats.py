@@ -13,7 +13,7 @@ from transformer_calculator.counting import costs, stored
 from transformer_calculator.counting.chips import chip, rate_for
 from transformer_calculator.command_line.cli import apply_formats, load_model
 from transformer_calculator.anatomy.formats import (UNPACKED, WEIGHT_FORMATS,
-    ExpertsApart)
+                                                    ExpertsApart)
 from transformer_calculator.anatomy.matrices import Matrix
 
 H100, B200 = chip("h100-sxm"), chip("b200")

@@ -13,7 +13,7 @@ from transformer_arithmetic import context_parallel as cp
 from transformer_arithmetic import experts as ex
 from transformer_arithmetic import pipeline as pl
 from transformer_arithmetic import ModelShape
-from transformer_arithmetic.examples.many_chips_inputs import LINKS, NVLINK, NETWORK
+from transformer_arithmetic.examples.many_chips import LINKS, NVLINK, NETWORK
 
 RNG = np.random.default_rng(7)
 

@@ -1,5 +1,5 @@
 """The many-chips page against real collectives: torch.distributed with the gloo backend in
-two, three and four CPU processes on the loopback (transformer_arithmetic.runs.collective_runs).
+two, three and four CPU processes on the loopback (transformer_arithmetic.runs.gloo).
 
 For each collective and each split the tests require
 - the sharded result to equal the same computation done whole in this process (eight-byte
@@ -8,7 +8,7 @@ For each collective and each split the tests require
 - the bytes each process handed to the collectives to equal the page's formula;
 - the bytes each process wrote to its sockets while they ran (Linux's /proc/self/io) to be
   exactly the formula's payload plus three 48-byte gloo headers for each transfer gloo's own
-  algorithms make (collective_runs.gloo_transfers, read from gloo's source): a formula off by
+  algorithms make (gloo.gloo_transfers, read from gloo's source): a formula off by
   a single byte fails, whatever the size of the payload.
 
 One forkserver is started for the module (about a second: it imports torch once); each run
@@ -26,8 +26,8 @@ from transformer_arithmetic import context_parallel as cp
 from transformer_arithmetic import data_parallel as dp
 from transformer_arithmetic import experts as ex
 from transformer_arithmetic import tensor_parallel as tp
-from transformer_arithmetic.runs.collective_runs import (HEADER_BYTES,
-    HEADERS_A_TRANSFER, gloo_transfers, run)
+from transformer_arithmetic.runs.gloo import (HEADER_BYTES, HEADERS_A_TRANSFER,
+                                              gloo_transfers, run)
 from transformer_arithmetic.runs import sharded_runs as sr
 from transformer_arithmetic.runs import sharded_steps as ss
 from transformer_arithmetic.runs.reference_model import Block, Decoder

@@ -11,8 +11,7 @@ import torch
 import transformer_arithmetic as ta
 from transformer_arithmetic import data_parallel as dp
 from transformer_arithmetic import memory, splits, tensor_parallel as tp, timing
-from transformer_arithmetic.examples.many_chips_inputs import (NETWORK, NVLINK,
-    REAL_CHIP, grown)
+from transformer_arithmetic.examples.many_chips import NETWORK, NVLINK, REAL_CHIP, grown
 from transformer_arithmetic.runs.reference_model import Decoder
 
 pytestmark = pytest.mark.meta_device

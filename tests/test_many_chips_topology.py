@@ -16,9 +16,11 @@ from transformer_arithmetic import data_parallel as dp
 from transformer_arithmetic import experts as ex
 from transformer_arithmetic import memory, pipeline
 from transformer_arithmetic import tensor_parallel as tp
-from transformer_arithmetic.examples.many_chips_inputs import (IN_SWITCH, NETWORK,
-    NVLINK, NVLINK_ACHIEVED, NVLS_EFFICIENCY, PROTOCOLS, REAL_CHIP, SMALL_ALL_REDUCE,
-    grown)
+from transformer_arithmetic.examples.many_chips import (IN_SWITCH, NETWORK, NVLINK,
+                                                        NVLINK_ACHIEVED,
+                                                        NVLS_EFFICIENCY, PROTOCOLS,
+                                                        REAL_CHIP, SMALL_ALL_REDUCE,
+                                                        grown)
 
 GIB = 2**30
 

@@ -16,8 +16,8 @@ from transformer_calculator.command_line.cli import load_model, main
 from transformer_calculator.planning import Space, TrainingGoal, training_plans
 from transformer_calculator.planning.space import divisors
 from transformer_calculator.planning.training_search import micro_batch_choices
-from transformer_calculator.splits import (Split, chip_link, chip_machine,
-                                           chip_network, training_split)
+from transformer_calculator.splits import (Split, chip_link, chip_machine, chip_network,
+                                           training_split)
 from transformer_calculator.counting.training import Training
 
 H100 = chip("h100-sxm")

@@ -16,7 +16,7 @@ import transformer_arithmetic as ta
 from transformer_calculator.counting import costs
 from transformer_calculator.command_line.cli import main
 from transformer_calculator.reading.config import (example_config_path, example_configs,
-    read_config, model_from_config)
+                                                   read_config, model_from_config)
 from transformer_calculator.counting.chips import parse_accelerator
 from transformer_calculator.reading.plain import model_of
 from transformer_calculator.service.serving import Request

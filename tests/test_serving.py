@@ -24,7 +24,7 @@ from transformer_calculator.service import serving
 from transformer_calculator.counting.chips import chip, derated
 from transformer_calculator.command_line.cli import main
 from transformer_calculator.reading.config import (example_config_path,
-    model_from_config, read_config)
+                                                   model_from_config, read_config)
 from transformer_calculator.anatomy.formats import CACHE_FORMATS, WEIGHT_FORMATS, Packed
 from transformer_calculator.anatomy.matrices import Matrix, matrices
 from transformer_calculator.service.serving import Request

@@ -16,10 +16,11 @@ from transformer_calculator.counting.activations import activation_bytes
 from transformer_calculator.counting.chips import chip
 from transformer_calculator.command_line.cli import main
 from transformer_calculator.reading.config import (example_config_path,
-    model_from_config, read_config)
+                                                   model_from_config, read_config)
 from transformer_calculator.reading.plain import model_of
 from transformer_calculator.counting.training import (ALL_LINEAR, Lora, Training,
-    lora_parameters, optimizer_state_bytes)
+                                                      lora_parameters,
+                                                      optimizer_state_bytes)
 from transformer_calculator.counting.training_time import step_work, train_figures
 
 

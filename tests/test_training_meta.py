@@ -19,7 +19,7 @@ from transformer_arithmetic.runs.reference_model import Decoder
 from transformer_calculator.reading.config import model_from_config
 from transformer_calculator.reading.plain import model_of
 from transformer_calculator.counting.training import (ALL_LINEAR, Lora, Training,
-    lora_parameters, step_memory)
+                                                      lora_parameters, step_memory)
 
 pytestmark = [pytest.mark.meta_device, pytest.mark.transformers, pytest.mark.slow(seconds=10)]
 

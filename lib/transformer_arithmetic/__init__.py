@@ -35,10 +35,10 @@ same, full attention, one dense feed-forward part). Modules, each named after a 
 - ``data_parallel``, ``tensor_parallel``, ``pipeline``, ``experts``,
   ``context_parallel``  what each split puts on a device and what it sends
 - ``splits``       choosing a split for a training run and for a service
-- ``many_chips_inputs``  the links, real chip and large model the many-chips page
+- ``many_chips``  the links, real chip and large model the many-chips page
   states, with their sources
 - ``reference_model``  a plain PyTorch decoder built to a shape: the independent
-  reference (``collective_runs`` and ``sharded_runs``: the same for the splits, real
+  reference (``gloo`` and ``sharded_runs``: the same for the splits, real
   gloo processes on this CPU)
 - ``search``, ``checks``  the first length at which something holds; argument checks
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from .checks import checked_whole
 from .collectives import Link
+from .memory import kv_bytes_per_token
 from .search import first_true
 from .shapes import Accelerator, ModelShape
 
@@ -55,9 +56,9 @@ def _piece(seq_len: int, devices: int) -> tuple[int, int]:
 
 def piece_bytes(m: ModelShape, tokens: int) -> int:
     """Bytes of one layer's keys and values for ``tokens`` positions: what one step of
-    the ring sends."""
+    the ring sends (a layer's share of ``memory.kv_bytes_per_token`` for each)."""
     tokens = checked_whole("tokens", tokens)
-    return 2 * tokens * m.kv_heads * m.head_dim * m.bytes_per_number
+    return tokens * kv_bytes_per_token(m) // m.layers
 
 
 def ring_attention_bytes(m: ModelShape, seq_len: int, devices: int) -> int:

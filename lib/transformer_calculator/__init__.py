@@ -43,7 +43,7 @@ formulas quantity by quantity (``tests/test_calculator_agrees.py``).
 
 from .counting.chips import chip, chips, derated
 from .reading.config import (example_config_path, example_configs, model_from_config,
-    read_config)
+                             read_config)
 from .anatomy.model import Model
 from .service.serving import Request
 from .command_line.report import format_report, report

@@ -8,8 +8,9 @@ import pytest
 import transformer_arithmetic as ta
 from checking import check
 from decoder_reference import weight_bytes
-from transformer_arithmetic.examples.many_chips_inputs import (MACHINE_DEVICES, NETWORK,
-    NVLINK, NVLINK_ACHIEVED, NVLS_EFFICIENCY, grown)
+from transformer_arithmetic.examples.many_chips import (MACHINE_DEVICES, NETWORK,
+                                                        NVLINK, NVLINK_ACHIEVED,
+                                                        NVLS_EFFICIENCY, grown)
 from transformer_arithmetic.units import size_text
 
 pytestmark = [pytest.mark.notebooks, pytest.mark.meta_device]

@@ -7,8 +7,8 @@ import pytest
 import transformer_arithmetic as ta
 from checking import check
 from decoder_reference import parameters, prefill_work
-from transformer_arithmetic.examples.many_chips_inputs import (MACHINE_DEVICES, NETWORK,
-    NVLINK, REAL_CHIP, grown)
+from transformer_arithmetic.examples.many_chips import (MACHINE_DEVICES, NETWORK,
+                                                        NVLINK, REAL_CHIP, grown)
 from transformer_arithmetic.units import size_text
 
 pytestmark = [pytest.mark.notebooks, pytest.mark.meta_device]

@@ -7,8 +7,9 @@ import pytest
 import transformer_arithmetic as ta
 from checking import check
 from decoder_reference import _linears, _meta_decoder, cache_bytes_per_token
-from transformer_arithmetic.examples.many_chips_inputs import (MACHINE_DEVICES, NVLINK,
-    NVLINK_ACHIEVED, REAL_CHIP, grown)
+from transformer_arithmetic.examples.many_chips import (MACHINE_DEVICES, NVLINK,
+                                                        NVLINK_ACHIEVED, REAL_CHIP,
+                                                        grown)
 from transformer_arithmetic.units import size_text
 
 pytestmark = [pytest.mark.notebooks, pytest.mark.torch_kernels]

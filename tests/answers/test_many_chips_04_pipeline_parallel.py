@@ -10,7 +10,7 @@ import transformer_arithmetic as ta
 from checking import check
 from decoder_reference import layer_matrix_weights
 from transformer_arithmetic import pipeline
-from transformer_arithmetic.examples.many_chips_inputs import NETWORK, REAL_CHIP, grown
+from transformer_arithmetic.examples.many_chips import NETWORK, REAL_CHIP, grown
 
 pytestmark = [pytest.mark.notebooks, pytest.mark.meta_device]
 

@@ -11,7 +11,7 @@ import pytest
 import published
 import transformer_arithmetic as ta
 from checking import check
-from transformer_arithmetic.examples.many_chips_inputs import NETWORK, grown
+from transformer_arithmetic.examples.many_chips import NETWORK, grown
 from transformer_arithmetic.units import size_text
 
 pytestmark = pytest.mark.notebooks

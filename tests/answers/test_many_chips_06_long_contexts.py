@@ -7,7 +7,7 @@ import pytest
 import transformer_arithmetic as ta
 from checking import check
 from decoder_reference import cache_bytes_per_token
-from transformer_arithmetic.examples.many_chips_inputs import NETWORK, REAL_CHIP, grown
+from transformer_arithmetic.examples.many_chips import NETWORK, REAL_CHIP, grown
 from transformer_arithmetic.units import size_text
 
 pytestmark = [pytest.mark.notebooks, pytest.mark.torch_kernels]

@@ -11,8 +11,8 @@ import published
 import transformer_arithmetic as ta
 from checking import check
 from decoder_reference import cache_bytes_per_token
-from transformer_arithmetic.examples.many_chips_inputs import (MACHINE_DEVICES, NETWORK,
-    NVLINK, REAL_CHIP, grown)
+from transformer_arithmetic.examples.many_chips import (MACHINE_DEVICES, NETWORK,
+                                                        NVLINK, REAL_CHIP, grown)
 from transformer_arithmetic.units import size_text
 
 pytestmark = [pytest.mark.notebooks, pytest.mark.torch_kernels]

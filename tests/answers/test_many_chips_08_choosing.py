@@ -11,8 +11,8 @@ import pytest
 import transformer_arithmetic as ta
 from checking import check
 from transformer_arithmetic import splits
-from transformer_arithmetic.examples.many_chips_inputs import (MACHINE_DEVICES, NETWORK,
-    NVLINK, REAL_CHIP, grown)
+from transformer_arithmetic.examples.many_chips import (MACHINE_DEVICES, NETWORK,
+                                                        NVLINK, REAL_CHIP, grown)
 from test_many_chips_07_serving import device_cache, device_weights
 from transformer_calculator.reading.plain import shipped_shape
 

@@ -19,7 +19,7 @@ from ..sampling import entropy as _entropy
 from ..sampling import softmax as _softmax
 from .simulated import LOGITS, TARGETS, VOCAB
 from .simulated_fit import (Figure, top_p_count, yes, no_ties, polish, to_units,
-    as_tuple, quoted_chances, row_from_chances, least_squares)
+                            as_tuple, quoted_chances, row_from_chances, least_squares)
 
 # --------------------------------------------------------------------------
 # How the tables were made

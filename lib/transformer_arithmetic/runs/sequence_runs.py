@@ -1,4 +1,4 @@
-"""Sequence and context parallel run for real: tasks for ``collective_runs.run``, in the
+"""Sequence and context parallel run for real: tasks for ``gloo.run``, in the
 manner of ``sharded_runs`` (eight-byte numbers, a seed, the bytes handed and written).
 
 - ``sequence_parallel_block``: one block under tensor parallel with sequence parallelism
@@ -17,7 +17,7 @@ import torch
 import torch.distributed as dist
 from torch.nn import functional as F
 
-from .collective_runs import Handed
+from .gloo import Handed
 from .reference_model import Block
 from ..shapes import ModelShape
 from .sharded_runs import DTYPE, _heads, _measured

@@ -1,4 +1,4 @@
-"""Splits run for real: the tasks ``collective_runs.run`` hands to each gloo process.
+"""Splits run for real: the tasks ``gloo.run`` hands to each gloo process.
 
 Each task builds what it needs from a seed (the same numbers in every process), does
 its share of the work with real collectives, and returns its result with the bytes it
@@ -35,7 +35,7 @@ import torch
 import torch.distributed as dist
 from torch.nn import functional as F
 
-from .collective_runs import Handed, written
+from .gloo import Handed, written
 from .reference_model import Block, Decoder
 from ..shapes import ModelShape
 

@@ -1,4 +1,4 @@
-"""Training steps run for real, as tasks for ``collective_runs.run``: tensor parallelism
+"""Training steps run for real, as tasks for ``gloo.run``: tensor parallelism
 forward and backward, and fully sharded data parallelism with PyTorch's own
 ``fully_shard``.
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 from torch.nn import functional
 
-from .collective_runs import Handed
+from .gloo import Handed
 from .reference_model import Block, Decoder
 from ..shapes import ModelShape
 from .sharded_runs import DTYPE, _batch, _heads, _measured, adam_step

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from transformer_arithmetic.masks import causal_pairs
 
 from .feedforward import expected_distinct_experts
-from .mixers import NO_STATE, FixedState, Mixer, MixerKind
+from .mixers import MixerKind, _CausalAttention
 
 __all__ = ["MixtureOfAttention"]
 
 
 @dataclass(frozen=True)
-class MixtureOfAttention(Mixer):
+class MixtureOfAttention(_CausalAttention):
     """JetMoE's mixture of attention heads (``JetMoeAttention``, ``JetMoeMoA``):
     ``experts`` experts, ``per_token`` of them for each token, each a query projection
     to ``kv_heads`` heads of ``head_dim`` and an output projection back; one key and
@@ -71,17 +70,6 @@ class MixtureOfAttention(Mixer):
     def pair_flops(self) -> int:
         """A score and a weighted value for every query head a token brings."""
         return 4 * self.per_token * self.kv_heads * self.head_dim
-
-    def prompt_pairs(self, tokens: int) -> int:
-        return causal_pairs(tokens)
-
-    @property
-    def state(self) -> FixedState:
-        return NO_STATE
-
-    @property
-    def state_flops(self) -> int:
-        return 0
 
     def describe(self) -> str:
         return (

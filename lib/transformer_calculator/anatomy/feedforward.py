@@ -11,7 +11,8 @@ import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-__all__ = ["FeedForwardPart", "FeedForward", "Experts", "expected_distinct_experts"]
+__all__ = ["FeedForwardPart", "DensePart", "FeedForward", "Experts",
+           "expected_distinct_experts"]
 
 
 def _bias(present: bool, size: int) -> int:
@@ -48,8 +49,25 @@ class FeedForwardPart(ABC):
         """One phrase for the report."""
 
 
+class DensePart(FeedForwardPart):
+    """A feed-forward part every token uses whole (no router): each step reads all of
+    it, and none of it is kept in float32."""
+
+    @property
+    def active_parameters(self) -> int:
+        """Every number: a dense part is used by every token."""
+        return self.parameters
+
+    def read_parameters(self, tokens: int) -> float:
+        return self.parameters
+
+    @property
+    def float32_parameters(self) -> int:
+        return 0
+
+
 @dataclass(frozen=True)
-class FeedForward(FeedForwardPart):
+class FeedForward(DensePart):
     """A feed-forward part from ``width`` to ``inner`` and back: two matrices, or three
     when ``gated`` (gate, up, down); ``bias`` adds a bias to each."""
 
@@ -67,18 +85,6 @@ class FeedForward(FeedForwardPart):
     def parameters(self) -> int:
         weights = self.matrices * self.width * self.inner
         return weights + _bias(self.bias, (self.matrices - 1) * self.inner + self.width)
-
-    @property
-    def active_parameters(self) -> int:
-        """Every number: a dense part is used by every token."""
-        return self.parameters
-
-    def read_parameters(self, tokens: int) -> float:
-        return self.parameters
-
-    @property
-    def float32_parameters(self) -> int:
-        return 0
 
     def describe(self) -> str:
         return f"{'gated' if self.gated else 'plain'} feed-forward of {self.inner:,}"

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from transformer_arithmetic.memory import packed_bits_per_weight
 
 from .cache_formats import (CACHE_AS_MODEL, CACHE_FORMATS, CacheAsModel, CacheFormat,
-    CachePacked)
+                            CachePacked)
 from .matrices import KEPT_BY_DEFAULT, ROLES, Matrix
 
 __all__ = [

@@ -212,8 +212,24 @@ class Attention(Mixer):
         return f"attention, {self.heads} heads of {self.head_dim} ({share}){window}"
 
 
+class _CausalAttention(Mixer):
+    """What attention over every earlier token shares (latent attention, and
+    attention_kinds.py's mixture of attention): the causal pairs, no fixed state."""
+
+    def prompt_pairs(self, tokens: int) -> int:
+        return causal_pairs(tokens)
+
+    @property
+    def state(self) -> FixedState:
+        return NO_STATE
+
+    @property
+    def state_flops(self) -> int:
+        return 0
+
+
 @dataclass(frozen=True)
-class LatentAttention(Mixer):
+class LatentAttention(_CausalAttention):
     """DeepSeek's latent attention: keys and values are rebuilt for every head from one
     compressed vector of ``kv_rank`` numbers a token plus one rotary key of ``rope_dim``
     numbers shared by all heads, and only those two are cached.
@@ -272,17 +288,6 @@ class LatentAttention(Mixer):
             2 * self.heads * (self.nope_dim + self.rope_dim)
             + 2 * self.heads * self.v_dim
         )
-
-    def prompt_pairs(self, tokens: int) -> int:
-        return causal_pairs(tokens)
-
-    @property
-    def state(self) -> FixedState:
-        return NO_STATE
-
-    @property
-    def state_flops(self) -> int:
-        return 0
 
     def describe(self) -> str:
         return (

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .feedforward import FeedForwardPart
+from .feedforward import DensePart
 from .mixers import FixedState, _RunningSummary
 
 __all__ = ["RwkvTimeMix", "RwkvChannelMix", "RgLru", "MLstm"]
@@ -53,7 +53,7 @@ class RwkvTimeMix(_RunningSummary):
 
 
 @dataclass(frozen=True)
-class RwkvChannelMix(FeedForwardPart):
+class RwkvChannelMix(DensePart):
     """RWKV-4's channel mix (``RwkvFeedForward``): a key projection to ``inner``
     channels and a value projection back, a receptance gate of ``width`` by ``width``,
     and two token-shift mixing vectors."""
@@ -64,17 +64,6 @@ class RwkvChannelMix(FeedForwardPart):
     @property
     def parameters(self) -> int:
         return 2 * self.width * self.inner + self.width**2 + 2 * self.width
-
-    @property
-    def active_parameters(self) -> int:
-        return self.parameters
-
-    def read_parameters(self, tokens: int) -> float:
-        return self.parameters
-
-    @property
-    def float32_parameters(self) -> int:
-        return 0
 
     def describe(self) -> str:
         return f"RWKV channel mix of {self.inner:,}"

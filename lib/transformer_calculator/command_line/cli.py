@@ -19,7 +19,7 @@ from ..counting.chips import chips
 from .cli_plan import add_plan_parser, run_plan
 from .cli_report_extras import add_report_extras, extras_text, with_extras
 from .cli_splits import (add_serving_split, add_split_options, split_given, split_of,
-    with_split_text)
+                         with_split_text)
 from ..reading.inputs import WEIGHT_CHOICES, UsageError, apply_formats, load_model
 from .cli_options import add_chip_options, add_format_options, chip_of
 from .cli_train import add_train_parser, run_train

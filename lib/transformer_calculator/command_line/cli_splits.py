@@ -18,7 +18,7 @@ from ..anatomy.model import Model
 from .report import BATCHES, LENGTHS
 from ..service.serving import Serving
 from ..splits import (CP_KINDS, MAX_SPLIT, Split, chip_link, chip_machine, chip_network,
-    interconnect, serving_split)
+                      interconnect, serving_split)
 from ..splits.report import split_report
 from ..splits.text import serving_split_head, serving_split_times
 

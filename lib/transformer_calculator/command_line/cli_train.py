@@ -20,7 +20,7 @@ from ..counting.running_costs import cost_lines, running_costs
 from ..splits import Split, chip_link, training_split
 from ..splits.text import training_split_lines
 from ..counting.training import (ALL_LINEAR, GRADIENTS, LORA_TARGETS, OPTIMIZERS, Lora,
-    Training)
+                                 Training)
 from ..counting.training_time import train_figures
 
 __all__ = [

@@ -48,7 +48,7 @@ from transformer_arithmetic.checks import checked_whole
 
 from . import costs
 from .activations import (NO_SHARES, RECOMPUTE, Shares, activation_bytes, logits_bytes,
-    softmax_bytes)
+                          softmax_bytes)
 from ..anatomy.feedforward import Experts
 from ..anatomy.matrices import Matrix, matrices
 from ..anatomy.model import Model

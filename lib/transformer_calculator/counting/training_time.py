@@ -34,7 +34,7 @@ from . import stored
 from .chips import Chip, matrix_flops_per_s
 from ..anatomy.model import Model
 from .training import (Training, lora_parameters, step_memory, trainable_parameters,
-    bytes_per_parameter)
+                       bytes_per_parameter)
 
 __all__ = [
     "StepWork",

@@ -29,8 +29,7 @@ from ..service.engine_memory import kv_budget
 from ..service.serving import Serving, conversation_bytes
 from ..splits import Split
 from .fractions import Fractions, fractions
-from .terms import (Count, Roof, collective_terms, decode_terms,
-                    prefill_terms)
+from .terms import (Count, Roof, collective_terms, decode_terms, prefill_terms)
 
 __all__ = ["Estimate", "ServingParts", "serving_parts", "term_seconds",
            "step_seconds", "prefill_seconds", "tpot_seconds", "ttft_seconds",

@@ -26,7 +26,7 @@ from ..counting.costs import arithmetic_time, cache_bytes, prefill_limits
 from ..anatomy.matrices import matrices
 from ..anatomy.model import Model
 from ..counting.stored import (caching_kinds, expert_kinds, matrix_bytes, one_expert,
-    read_bytes, tables)
+                               read_bytes, tables)
 from ..splits import Split, expert_layers
 
 __all__ = ["Roof", "Count", "GROUPS", "generation", "decode_terms", "prefill_terms",

@@ -52,7 +52,7 @@ from ..anatomy.layout import Layout
 from ..anatomy.model import Model
 from .quantization import weight_format
 from .refusals import (language_model, refuse_global, refuse_kind, refuse_per_layer,
-    refuse_unread)
+                       refuse_unread)
 from ..counting.stored import weight_bytes
 
 __all__ = ["DTYPE_BYTES", "ROUTES", "model_from_config", "read_config",

@@ -49,7 +49,7 @@ send-ready notice and data message, and its receive-ready notice to the sender."
 GLOO_SEGMENT_BYTES = 2**20
 """The largest segment gloo's ring all-reduce sends at once (``kMaxSegmentSize``)."""
 
-_PRELOAD = ["torch", "torch.distributed", "transformer_arithmetic.runs.collective_runs",
+_PRELOAD = ["torch", "torch.distributed", "transformer_arithmetic.runs.gloo",
             "transformer_arithmetic.runs.sharded_runs",
             "transformer_arithmetic.runs.sequence_runs",
             "transformer_arithmetic.runs.sharded_steps",
