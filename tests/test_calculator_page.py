@@ -734,6 +734,15 @@ def test_the_plan_mode_ranks_a_training_runs_plans_as_the_command_line(tab):
     assert tab.compute() == "error"
     note = refused_beside(tab, ["#calc-seq-len", "#calc-global-batch"], None)
     assert "plan also needs “Tokens a sequence”, “Sequences a step" in note, note
+    # how many chips, refused beside its own field with the values it takes
+    page.fill("#calc-seq-len", "8192")
+    page.fill("#calc-global-batch", "512")
+    page.fill("#calc-chips", "0")
+    assert tab.compute() == "error"
+    argv = list(PLAN_TRAINING_ARGV)
+    argv[argv.index("--chips") + 1] = "0"
+    note = refused_beside(tab, ["#calc-chips"], tuple(argv))
+    assert note.startswith("How many chips: ") and "between 1 and 4,096" in note, note
     reset(tab)
 
 
