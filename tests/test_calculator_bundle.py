@@ -31,7 +31,8 @@ import pytest
 
 from calculator_page import bundle as calculator_bundle
 from calculator_page.bundle import EXTRA_RUNS, LIB, bundle, trace
-from calculator_page.sphinx_page import TRAIN_DEFAULTS, chip_options, shipped_chips
+from calculator_page.sphinx_page import (TRAIN_DEFAULTS, chip_options, draft_options,
+                                        shipped_chips)
 from book_machinery.figures import PALETTE
 from transformer_calculator.command_line.cli import main as command_line
 from transformer_calculator.reading.config import example_configs
@@ -139,3 +140,39 @@ def test_the_chip_list_is_the_chips_table(traced):
         assert f'data-source="{html.escape(row["source"])}"' in options, row["key"]
         assert f'<option value="{row["key"]}"' in options
     assert 'value="h100-sxm" ' in options and " selected>" in options
+
+
+def test_plan_price_and_draft_are_traced_and_listed(traced):
+    """The form's third mode and its new fields ran in the traced Python (plan for a
+    training run and for a service, a report with a price, a PUE and a draft, train with a
+    price), the plan's formats are the command line's, and the draft list is the shipped
+    configs, each a name ``--draft`` takes."""
+    asked = {argv[0]: set() for argv in EXTRA_RUNS}
+    for argv in EXTRA_RUNS:
+        asked[argv[0]].update(a for a in argv if a.startswith("--"))
+    assert {"--tokens", "--prompt", "--rate", "--price", "--pue", "--formats",
+            "--no-disaggregated", "--overlap"} <= asked["plan"]
+    assert {"--price", "--pue", "--draft", "--draft-tokens", "--acceptance"} <= asked["report"]
+    assert {"--price", "--pue"} <= asked["train"]
+    assert "transformer_calculator.planning.training_search" in traced.modules
+    assert "transformer_calculator.planning.serving_search" in traced.modules
+    assert "transformer_calculator.service.speculative" in traced.modules
+    assert traced.choices["--formats"] == traced.choices["--weights"]
+    options = draft_options(traced.configs)
+    assert re.findall(r'<option value="([^"]+)">', options) == traced.configs
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert command_line(["report", "plain-small", "--draft", traced.configs[0],
+                             "--json"]) == 0
+
+
+def test_every_field_names_modes_the_form_has():
+    """A field belongs to the modes its data-calc-mode lists: each is the form's command
+    (report, train, plan) or a plan's goal (plan-training, plan-serving), and every
+    command and goal has a choice that selects it."""
+    form = re.sub(r"<!--.*?-->", "", (LIB / "calculator_page" / "assets" / "form.html")
+                  .read_text(), flags=re.S)
+    named = {m for v in re.findall(r'data-calc-mode="([^"]+)"', form) for m in v.split()}
+    commands = set(re.findall(r'name="calc-command" id="[^"]+" value="([^"]+)"', form))
+    goals = set(re.findall(r'name="calc-goal" id="[^"]+" value="([^"]+)"', form))
+    assert commands == {"report", "train", "plan"} and goals == {"training", "serving"}
+    assert named == commands | {f"plan-{g}" for g in goals}, named

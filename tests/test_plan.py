@@ -166,3 +166,37 @@ def test_disaggregated_chips_are_split_where_the_fewer_requests_is_most():
     assert got["prefill_to_decode_chips"] == pytest.approx(1 / 3)
     assert got["requests_per_s_per_chip"] == pytest.approx(1 / (1 / 3.0 + 1 / 1.0))
     assert got["memory_bytes_per_device"] == max(10 + 4 * 1, 12)
+
+
+def test_each_training_plans_estimate_is_trains_for_the_same_step(capsys):
+    """Beside a plan's floors stands the estimate ``train`` prints for the same step (its
+    split, micro-batches, ZeRO stage, recomputation and format), labelled as one; the
+    ranking stays the floor's."""
+    goal = ["--tokens", "1000000000", "--seq-len", "4096", "--global-batch", "64"]
+    assert main(["plan", "llama-3-8b", "--chip", "h100-sxm", "--chips", "8",
+                 "--formats", "bf16,fp8", *goal, "--json"]) == 0
+    plans = json.loads(capsys.readouterr().out)["plans"]
+    floors = [p["tokens_per_s_per_chip"] for p in plans]
+    assert floors == sorted(floors, reverse=True)
+    for p in plans[:3] + plans[-2:]:
+        step = ["train", "llama-3-8b", "--chip", "h100-sxm", "--tp", str(p["tp"]),
+                "--cp", str(p["cp"]), "--pp", str(p["pp"]), "--devices", str(p["dp"]),
+                "--batch", str(p["batch_per_copy"]), "--micro-batches",
+                str(p["micro_batches"]), "--virtual-stages", str(p["virtual_stages"]),
+                "--zero-stage", str(p["zero_stage"]), "--recompute", p["recompute"],
+                "--seq-len", "4096", "--tokens", "1000000000", "--json"]
+        if p["weights"] != "bf16":
+            step += ["--weights", p["weights"]]
+        assert main(step) == 0
+        trained = json.loads(capsys.readouterr().out)
+        assert trained["split"]["split"]["devices"] == 8
+        assert trained["tokens_per_s"] / 8 == pytest.approx(p["tokens_per_s_per_chip"],
+                                                            rel=1e-12)
+        e = p["tokens_per_s_per_chip_estimate"]
+        assert e == trained["estimate"] and e["floor"] == pytest.approx(
+            p["tokens_per_s_per_chip"], rel=1e-12)
+        assert e["low"] <= e["estimate"] <= e["high"] <= e["floor"]
+    assert main(["plan", "llama-3-8b", "--chip", "h100-sxm", "--chips", "8", *goal]) == 0
+    text = capsys.readouterr().out
+    assert text.count("tokens a second a chip, estimated: floor ") == 5
+    assert "measured runs like this one" in text

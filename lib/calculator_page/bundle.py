@@ -10,7 +10,8 @@ standard library and nothing else). What it loads is found by running, not by a 
    (``python -m transformer_calculator report NAME [--json]``) on every shipped config,
    lists the shipped chips (``chips``, as text and JSON) and asks one question of each
    other kind the page's form asks (``EXTRA_RUNS``: a named chip, formats, lengths,
-   batches, a request, the serving options, ``train``), and reports every module of
+   batches, a request, the serving options, ``train``, ``plan`` for a
+   training run and a service, money and energy, a draft), and reports every module of
    ``lib/`` that was loaded, the shipped configs' names and each run's exit code,
    output and error line.
 2. ``bundle(modules)`` zips those modules' source files, with the package data that
@@ -76,6 +77,16 @@ EXTRA_RUNS = (
     ("train", "llama-3-8b", "--chip", "h100-sxm", "--tp", "2", "--pp", "2", "--cp", "2",
      "--devices", "2", "--batch", "4", "--micro-batches", "4", "--virtual-stages", "2",
      "--gradients", "fp32", "--fused-glu", "--json"),
+    ("report", "llama-3-8b", "--chip", "h100-sxm", "--price", "2.5", "--pue", "1.2",
+     "--draft", "gated-gqa-1b", "--draft-tokens", "4", "--acceptance", "0.7", "--json"),
+    ("train", "llama-3-8b", "--chip", "h100-sxm", "--price", "2.5", "--pue", "1.2",
+     "--json"),
+    ("plan", "llama-3-8b", "--chip", "h100-sxm", "--chips", "8", "--tokens",
+     "1000000000000", "--seq-len", "8192", "--global-batch", "512", "--price", "2.5",
+     "--formats", "bf16,fp8", "--json"),
+    ("plan", "llama-3-8b", "--chip", "h100-sxm", "--chips", "8", "--prompt", "2000",
+     "--answer", "500", "--rate", "20", "--ttft-ms", "1000", "--tpot-ms", "50",
+     "--kv-dtype", "fp8", "--no-disaggregated", "--overlap", "--pue", "1.2"),
 )
 """Runs besides each config's report: the chips table the form lists (as JSON and as
 text) and one run of each other kind of question the form asks, so that the trace
@@ -113,7 +124,8 @@ from transformer_calculator.splits import CP_KINDS
 from transformer_calculator.counting.training import GRADIENTS, OPTIMIZERS
 choices = {"--weights": list(WEIGHT_CHOICES), "--kv-dtype": list(CACHE_FORMATS),
            "--optimizer": list(OPTIMIZERS), "--recompute": list(RECOMPUTE),
-           "--gradients": list(GRADIENTS), "--cp-kind": list(CP_KINDS)}
+           "--gradients": list(GRADIENTS), "--cp-kind": list(CP_KINDS),
+           "--formats": list(WEIGHT_CHOICES)}
 chip = {"text": str(acc), "numbers": [
     f"{acc.flops_per_s:g}", f"{acc.bytes_per_s:g}", f"{acc.memory_bytes / GIB:g}"]}
 print(json.dumps({"modules": modules, "configs": sorted(runs), "runs": runs,

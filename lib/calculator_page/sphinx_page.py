@@ -167,6 +167,15 @@ def chip_options(chips: list[dict]) -> str:
     )
 
 
+def draft_options(configs: list[str]) -> str:
+    """The ``<option>`` elements of the form's list of draft models: every shipped
+    config, by the name the command line takes (``--draft NAME``)."""
+    return "\n".join(
+        f'<option value="{html.escape(name)}">{html.escape(name)}</option>'
+        for name in configs
+    )
+
+
 def _chip_about(row: dict) -> str:
     """What the form says under the list of chips about the chosen one: its figures,
     the datasheet's words and their source."""
@@ -209,6 +218,8 @@ def _form_html(example: str, live: bool) -> str:
         recompute_options=_choice_options("--recompute", TRAIN_DEFAULTS["--recompute"]),
         gradients_options=_choice_options("--gradients", TRAIN_DEFAULTS["--gradients"]),
         cp_kind_options=_choice_options("--cp-kind", CP_KIND_DEFAULT),
+        formats_list=html.escape(", ".join(found.choices["--formats"])),
+        draft_options=draft_options(found.configs),
         chip_about=_chip_about(next(c for c in chips if c["key"] == DEFAULT_CHIP)),
         example_chip=html.escape(found.example_chip["text"].removeprefix("the ")),
         flops=html.escape(flops),

@@ -1,6 +1,7 @@
 // The calculator's form on the page "Do the arithmetic for your own model".
 //
-// The form builds a command line (`report CONFIG --chip ...` or `train CONFIG ...`), a worker runs it
+// The form builds a command line (`report CONFIG --chip ...`, `train CONFIG ...` or
+// `plan CONFIG --chip NAME --chips N ...`), a worker runs it
 // through the library's own calculator under Pyodide (calculator-worker.js), and this
 // script lays out what the command line printed: its text report as tables, and two
 // pictures drawn from its --json numbers. No number is computed here; the pictures'
@@ -51,14 +52,34 @@
     return form.querySelector("[name=calc-command]:checked").value;
   }
 
+  // The form's modes: its command, and a plan's goal ("plan-training", "plan-serving").
+  function modes(form) {
+    const mode = command(form);
+    if (mode !== "plan") return [mode];
+    return [mode, `plan-${form.querySelector("[name=calc-goal]:checked").value}`];
+  }
+
+  // Whether an element of the form belongs to one of these modes: every element around
+  // it (and itself) that names modes in data-calc-mode names one of them.
+  function mine(node, current) {
+    return node.dataset.calcMode.split(/\s+/).some((m) => current.includes(m));
+  }
+
+  function applies(node, current) {
+    for (let n = node.closest("[data-calc-mode]"); n;
+      n = n.parentElement && n.parentElement.closest("[data-calc-mode]")) {
+      if (!mine(n, current)) return false;
+    }
+    return true;
+  }
+
   // Every enabled field with data-flag adds "FLAG VALUE" (a radio only when checked, a
-  // checkbox "FLAG" alone when checked); a field of the other command's adds nothing.
+  // checkbox "FLAG" alone when checked); a field of another mode's adds nothing.
   function flagArguments(form) {
     const args = [];
-    const mode = command(form);
+    const current = modes(form);
     for (const field of form.querySelectorAll("[data-flag]")) {
-      const owner = field.closest("[data-calc-mode]");
-      if (field.matches(":disabled") || (owner && owner.dataset.calcMode !== mode)) continue;
+      if (field.matches(":disabled") || !applies(field, current)) continue;
       if ((field.type === "radio" || field.type === "checkbox") && !field.checked) continue;
       if (field.type === "checkbox") {
         args.push(field.dataset.flag);
@@ -70,13 +91,13 @@
     return args;
   }
 
-  // Show the fields of the command asked for; hide and disable the other's.
+  // Show the fields of the modes asked for; hide (and disable) the others'.
   function showMode(form) {
-    const mode = command(form);
+    const current = modes(form);
     for (const part of form.querySelectorAll("[data-calc-mode]")) {
-      const mine = part.dataset.calcMode === mode;
-      part.hidden = !mine;
-      if (part.tagName === "FIELDSET") part.disabled = !mine;
+      const shown = mine(part, current);
+      part.hidden = !shown;
+      if (part.tagName === "FIELDSET") part.disabled = !shown;
     }
   }
 
@@ -129,10 +150,22 @@
   }
 
   // A line that says the model cannot run here is marked, so it is read first.
-  const WARNING = /do not fit|cannot run|none printed|^Chips for the weights/;
+  const WARNING = /do not fit|cannot run|none printed|^Chips for the weights|^No plan/;
+
+  // A ranked plan ("#1  tp 8 x pp 1 ...", then its indented lines): its rank and shape
+  // as a heading, each of its lines below it.
+  const PLAN = /^(#\d+)\s{2,}(\S.*)$/;
+
+  function renderPlan(item, warn) {
+    const [, rank, shape] = item[0].match(PLAN);
+    return el("li", { class: ["calc-plan", warn].filter(Boolean).join(" ") },
+      el("p", { class: "calc-plan-head" }, el("strong", { text: rank }), " ", shape),
+      item.slice(1).map((line) => el("span", { class: "calc-plan-line" }, ...linked(line))));
+  }
 
   function renderLines(block) {
     return el("ul", { class: "calc-lines" }, block.items.map((item) => {
+      if (PLAN.test(item[0])) return renderPlan(item, null);
       const split = item[0].match(/^(\S.*?\S)\s{2,}(\S.*)$/);
       const rest = item.slice(1).flatMap((line) => [el("br"), ...linked(line)]);
       const warn = WARNING.test(item.join(" ")) ? "calc-warning" : null;
@@ -422,19 +455,21 @@
   function placeMessage(form, message, ownConfig) {
     const text = message.replace(/^error: /, "").trim();
     const one = text.match(ARGUMENT), two = text.match(ARGUMENTS);
-    if (!one && !two) {  // the config: the calculator could not read or count it
+    const current = modes(form);
+    const inMode = (f) => !f.matches(":disabled") && applies(f, current)
+      && (!["radio", "checkbox"].includes(f.type) || f.checked);
+    // A message of no one argument that names fields of this mode ("plan also needs
+    // --seq-len, --global-batch") is about those fields.
+    const named = !one && !two ? [...form.querySelectorAll("[data-flag]")].filter(
+      (f) => inMode(f) && new RegExp(`${f.dataset.flag}(?![\\w-])`).test(text)) : [];
+    if (!one && !two && !named.length) {  // the config: it could not be read or counted
       const field = form.querySelector(ownConfig ? "#calc-json" : "#calc-config");
       return { fields: [field], reason: text };
     }
-    const flags = one ? one[1].split("/") : [two[1], two[2]];
-    const said = one ? one[2] : `${two[1]} and ${two[2]} ${two[3]}`;
-    const mode = command(form);
-    let fields = [...form.querySelectorAll("[data-flag]")].filter((f) => {
-      const owner = f.closest("[data-calc-mode]");
-      return flags.includes(f.dataset.flag) && !f.matches(":disabled")
-        && !(owner && owner.dataset.calcMode !== mode)
-        && (!["radio", "checkbox"].includes(f.type) || f.checked);
-    });
+    const flags = one ? one[1].split("/") : two ? [two[1], two[2]] : [];
+    const said = one ? one[2] : two ? `${two[1]} and ${two[2]} ${two[3]}` : text;
+    let fields = named.length ? named : [...form.querySelectorAll("[data-flag]")].filter(
+      (f) => flags.includes(f.dataset.flag) && inMode(f));
     // A choice that joins other fields (a chip's name, its three numbers) is those fields.
     fields = fields.flatMap((f) => {
       if (!f.dataset.join) return [f];
@@ -448,9 +483,14 @@
 
   // A flag the reason names, in the form's words: the label of the field that sets it.
   function inFormWords(form, text) {
+    const current = modes(form);
     return text.replace(/--[\w-]+/g, (flag) => {
-      const field = [...form.querySelectorAll("[data-flag]")].find(
+      const fields = [...form.querySelectorAll("[data-flag]")].filter(
         (f) => f.dataset.flag === flag && !["radio", "checkbox"].includes(f.type));
+      let field = fields.find((f) => applies(f, current)) || fields[0];
+      if (field && field.type === "hidden") {  // it passes the field it joins
+        field = form.querySelector(`#${field.dataset.join.split(/\s+/)[0]}`);
+      }
       return field ? `“${fieldName(field)}”` : flag;
     });
   }
@@ -489,6 +529,7 @@
 
   // Which picture goes before which table of the text report: the table's title starts so.
   function pictures(report, width) {
+    if (report.plans) return [];  // the ranked plans: their text says it all
     if (report.training) {
       return [["Memory of one device by part", () => trainFigure(report, width)]];
     }
@@ -558,6 +599,10 @@
     }
 
     function subject(report) {
+      if (report.plans) {
+        return `${report.plans.length.toLocaleString(US)} plans for ${report.model} on `
+          + `${report.chips.toLocaleString(US)} x ${report.chip}`;
+      }
       return `${report.model.name} on ${report.accelerator.name}`;
     }
 
@@ -709,7 +754,7 @@
     }
     form.addEventListener("change", (e) => {
       if (e.target === chipList) describeChip();
-      if (e.target.name === "calc-command") showMode(form);
+      if (e.target.name === "calc-command" || e.target.name === "calc-goal") showMode(form);
       if (e.target === fileInput) {
         if (fileInput.files[0]) readFile(fileInput.files[0]);
       } else if (e.target.id === "calc-source-own" && !textarea.value.trim() && !own.bytes) {

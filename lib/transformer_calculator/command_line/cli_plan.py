@@ -20,7 +20,15 @@ from ..service.serving import Serving, served
 from ..splits import chip_link, chip_machine, chip_network
 from ..counting.training import OPTIMIZERS
 
-__all__ = ["add_plan_parser", "run_plan"]
+__all__ = ["add_plan_parser", "run_plan", "NO_SERVING_ESTIMATE"]
+
+NO_SERVING_ESTIMATE = (
+    "no estimate stands beside a service's floors: the estimate report gives is "
+    "fitted to engines that batch continuously, one prompt at a time, and these "
+    "floors are a static batch's, its prompts read together, so the two would not "
+    "describe the same run")
+"""Why ``plan`` gives a training run's estimate beside its floors and not a
+service's (one line, in the text and the JSON)."""
 
 _TRAINING = ("tokens", "seq_len", "global_batch")
 _SERVING = ("prompt", "answer", "rate", "ttft_ms", "tpot_ms")
@@ -186,6 +194,8 @@ def run_plan(args) -> str:
                    "pue": args.pue, "ranked_by": _ranked_by(kind, args.price),
                    "times": "roofline floors: a real step takes longer",
                    "notes": notes})
+    if kind == "serving":
+        result["estimate"] = NO_SERVING_ESTIMATE
     if args.json:
         return json.dumps(result, indent=2, allow_nan=False)
     return "\n".join(_text(result, kind, args))
@@ -213,7 +223,11 @@ def _text(r: dict, kind: str, args) -> list[str]:
     head.append(f"Searched {searched}; {len(r['plans']):,} plans "
                 + ("fit" if kind == "training" else "meet the targets")
                 + f". Ranked by {r['ranked_by']}. Every time is a floor (the "
-                "roofline at the chip's peak rates): a real run takes longer.")
+                "roofline at the chip's peak rates): a real run takes longer"
+                + ("; beside each plan's floors stands the estimate train gives "
+                   "for the same step (tokens a second a chip on a real run, with "
+                   "its interval)." if kind == "training" else
+                   f"; {NO_SERVING_ESTIMATE}."))
     if not r["plans"]:
         head.append(_none_fits(r, kind))
         return head

@@ -47,10 +47,17 @@ def _costs(result: dict, chip, args) -> dict:
             "devices": devices, "rows": rows}
 
 
+_SPLIT_REFUSAL = (
+    "argument --draft: speculative decoding is priced on one chip only: under a split "
+    "the round's cost turns on where the draft runs (whole on one device or cut as the "
+    "target is; vLLM takes either) and on the check's k + 1 positions through the "
+    "split's collectives, neither of which is counted yet; drop the split flags")
+"""Why a draft is refused under a split, in one line."""
+
+
 def _speculative(result: dict, args, model, chip, engine, load_model) -> dict:
     if "split" in result:
-        raise UsageError("argument --draft: speculative decoding is priced on one "
-                         "chip only here; drop the split flags")
+        raise UsageError(_SPLIT_REFUSAL)
     draft, _ = load_model(args.draft, "layout")
     draft, _ = served(draft)
     k = args.draft_tokens or 4

@@ -4,6 +4,7 @@ memory a device, its time by cause (floors), and why it ranks where it does."""
 from __future__ import annotations
 
 from ..counting.text import bytes_text, seconds_text
+from ..estimate.report import estimate_text
 
 __all__ = ["why_training", "why_serving", "training_lines", "serving_lines"]
 
@@ -54,6 +55,16 @@ def _money(c: dict, what: str) -> list[str]:
     return ["    " + "; ".join(out)]
 
 
+def _expected(c: dict) -> list[str]:
+    """The plan's estimate beside its floor, as ``train`` words it (none where the
+    estimate cannot price the step)."""
+    e = c.get("tokens_per_s_per_chip_estimate")
+    if not e:
+        return ["    tokens a second a chip on a real run: no estimate for this step's "
+                "formats"]
+    return ["    " + estimate_text(e, "tokens a second a chip, estimated: ")]
+
+
 def training_lines(result: dict, top: int) -> list[str]:
     """The top ``top`` training plans, numbered."""
     plans = result["plans"]
@@ -72,6 +83,7 @@ def training_lines(result: dict, top: int) -> list[str]:
             f"{c['model_flops_utilisation_at_floor']:.1%}; the run at least "
             f"{c['training_seconds_floor'] / 86400:,.1f} days, "
             f"{c['chip_hours_floor']:,.0f} chip-hours",
+            *_expected(c),
             *_money(c, "tokens"),
             f"    why: {c['why']}",
         ]

@@ -11,7 +11,10 @@ the least recomputation that fits, since recomputing more only adds time
 (``test_plan`` holds this against an enumeration of every choice). A structure
 whose lightest choice (most micro-batches, full recomputation, ZeRO 2 and 3) does not
 fit is dropped whole: those choices only take memory away. Every figure is
-``splits.training_split``'s, a roofline floor.
+``splits.training_split``'s, a roofline floor; beside each plan that fits stands the
+estimate ``train`` prints for the same step (``estimate.report.training_estimate``:
+tokens a second a chip expected on a real run, with its interval), which does not
+change the ranking.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 from ..counting.activations import RECOMPUTE
 from ..counting.training import Training, bytes_per_parameter
 from ..counting.costs import parameters
+from ..estimate.report import training_estimate
 from .space import MOST_CP, Space, divisors, expert_sizes, groups
 from ..splits import training_split
 
@@ -73,6 +77,10 @@ def candidate(model, chip, split, t: Training, goal: TrainingGoal,
 _SEEN: dict = {}
 """The candidates of the search under way (``training_plans`` empties it)."""
 
+_MADE: dict = {}
+"""For each candidate of the search under way (by ``id``), what made it: the model,
+the split, the training step and the split's figures (for its estimate)."""
+
 
 def _candidate(model, chip, split, t, goal, fmt) -> dict | None:
     try:
@@ -80,7 +88,7 @@ def _candidate(model, chip, split, t, goal, fmt) -> dict | None:
     except ValueError:
         return None
     exposed = sum(f["exposed_communication_seconds"].values())
-    return {
+    c = {
         "weights": fmt, "tp": split.tp, "cp": split.cp, "pp": split.pp,
         "dp": split.dp, "ep": split.ep, "virtual_stages": split.virtual_stages,
         "micro_batches": split.micro_batches, "batch_per_copy": t.batch,
@@ -98,6 +106,17 @@ def _candidate(model, chip, split, t, goal, fmt) -> dict | None:
         "training_seconds_floor": f["training_seconds"],
         "chip_hours_floor": f["chip_hours"], "notes": f["notes"],
     }
+    _MADE[id(c)] = (model, chip, split, t, f)
+    return c
+
+
+def _estimate(made: tuple) -> dict | None:
+    """The plan's expected tokens a second a chip, as ``train`` gives it for the same
+    step (None where the estimate cannot price the step's formats)."""
+    try:
+        return training_estimate(*made)
+    except ValueError:
+        return None
 
 
 def _lightest_fits(model, chip, space, g, goal, fmt) -> tuple[bool, float]:
@@ -170,6 +189,7 @@ def training_plans(chip, space: Space, goal: TrainingGoal) -> dict:
     was searched and, when none fits, the least memory a device any structure needs."""
     plans, searched, least, states = [], 0, float("inf"), []
     _SEEN.clear()
+    _MADE.clear()
     for fmt, model in space.formats.items():
         state = bytes_per_parameter(model, _training(goal, 1, 0, "full", 1))
         states.append(state * parameters(model))
@@ -182,7 +202,10 @@ def training_plans(chip, space: Space, goal: TrainingGoal) -> dict:
             if ok:
                 plans += _plans_of(model, chip, space, g, goal, fmt)
     plans.sort(key=rank_key)
+    for c in plans:
+        c["tokens_per_s_per_chip_estimate"] = _estimate(_MADE[id(c)])
     _SEEN.clear()
+    _MADE.clear()
     return {"goal": "training", "structures_searched": searched, "plans": plans,
             "least_memory_bytes": None if least == float("inf") else least,
             "model_state_bytes": min(states),
