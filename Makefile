@@ -11,6 +11,11 @@ PYODIDE := book/_pyodide/.pyodide-$(PYODIDE_VERSION)
 JB    := $(VENV)/bin/jupyter-book
 LAB_EXTENSION := .cache/lab/labextensions/book-machinery-lab/package.json
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
+# Python keeps its compiled modules (and pytest its rewritten test modules) in the gitignored
+# __pycache__ folders, so a second run does not compile the library, the tests and every
+# subprocess's imports again: an environment that forbids writing them (PYTHONDONTWRITEBYTECODE)
+# costs make check about 4 s of CPU in collection alone.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: book pdf tools test check execute measure bench lab preview setup clean
 

@@ -23,10 +23,16 @@
    that declare ``pytest.mark.slow(seconds=...)`` run first, longest first (``--dist
    loadfile`` with ``--no-loadscope-reorder`` hands files out in this order), so no core
    idles at the end; the rest keep their order.
+5. **Files a mark expression leaves out, left unopened.** With ``-m`` (``make check``),
+   a test file whose own ``pytestmark`` already rules out every test in it, whatever
+   marks its tests add, is not imported: importing it would load ``transformers``,
+   ``jupytext`` and the like only to deselect every test. The marks are read from the
+   file's text; the tests that run are exactly those ``-m`` alone selects.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import json
 import os
@@ -39,6 +45,9 @@ import pytest
 
 from . import execute
 from .processor import NARROWED_ENV
+
+_UNSURE = object()
+"""What the mark matcher answers when a mark's arguments decide (item 5): collect."""
 
 NARROWED_KERNEL = "book-narrowed"
 """The kernelspec nbval starts: this Python with ``NARROWED_ENV`` (item 1 above)."""
@@ -151,3 +160,62 @@ def pytest_collection_modifyitems(session, config, items):
     items.sort(
         key=lambda item: -_declared_seconds(item)
     )  # stable: files keep their order
+
+
+def _module_marks(source: str) -> set[str]:
+    """The names of the marks a test file's top-level ``pytestmark`` gives it."""
+    names: set[str] = set()
+    for statement in ast.parse(source).body:
+        if isinstance(statement, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "pytestmark" for t in statement.targets
+        ):
+            for node in ast.walk(statement.value):
+                if (
+                    isinstance(node, ast.Attribute)
+                    and isinstance(node.value, ast.Attribute)
+                    and node.value.attr == "mark"
+                ):
+                    names.add(node.attr)
+    return names
+
+
+def _can_match(expression, marks: set[str], assumed: dict | None = None) -> bool:
+    """Whether some test carrying at least ``marks`` could satisfy the ``-m``
+    expression: every other mark the expression asks about tried both ways."""
+    assumed = assumed or {}
+    asked: list[str] = []
+
+    def matcher(name: str, /, **kwargs) -> bool:
+        if kwargs:
+            raise LookupError(_UNSURE)
+        if name in marks:
+            return True
+        asked.append(name)
+        return assumed.get(name, False)
+
+    try:
+        if expression.evaluate(matcher):
+            return True
+    except LookupError:
+        return True
+    return any(
+        _can_match(expression, marks, {**assumed, name: True})
+        for name in dict.fromkeys(asked)
+        if name not in assumed
+    )
+
+
+def pytest_ignore_collect(collection_path, config):
+    expression_text = config.option.markexpr
+    if not expression_text or collection_path.suffix != ".py":
+        return None
+    if not collection_path.name.startswith("test_"):
+        return None
+    from _pytest.mark.expression import Expression
+
+    try:
+        marks = _module_marks(collection_path.read_text(encoding="utf-8"))
+        expression = Expression.compile(expression_text)
+    except (SyntaxError, UnicodeDecodeError):
+        return None  # pytest itself reports the file or the expression
+    return None if _can_match(expression, marks) else True
