@@ -209,6 +209,29 @@ def curve(
     return line
 
 
+def against(
+    ax,
+    measured,
+    expected,
+    *,
+    concept: str,
+    unit: str,
+    title: str,
+    size: float = 2.2,
+) -> None:
+    """Expected against measured on log axes, a dot a run, with the line where the two
+    are equal (a dot above it: expected slower or larger than measured)."""
+    ax.plot(measured, expected, "o", ms=size, alpha=0.35, color=PALETTE[concept],
+            mew=0, rasterized=True)
+    span = [min(measured.min(), expected.min()), max(measured.max(), expected.max())]
+    ax.plot(span, span, color=PALETTE["ink"], lw=1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(f"measured ({unit})")
+    ax.set_ylabel(f"expected ({unit})")
+    ax.set_title(title)
+
+
 def mark(
     ax,
     x: float,
