@@ -6,11 +6,11 @@ one way a figure reaches a page.
   so that readers with colour-blindness can tell them apart.
 - ``new_figure`` gives a figure at the book's size and style.
 - ``cell_grid``, ``heatmap``, ``bars``, ``curve``, ``against``, ``mark`` and
-  ``mark_below`` draw the recurring shapes: a grid of labelled cells (masks, caches, filters, tokens), a grid of
-  numbers with a colour bar, labelled bars, a curve with marked points whose labels
-  stay inside the axes, and expected against measured with its line of equality;
-  ``tap_tree`` and ``head_groups`` draw two mechanisms that appear more than once (the
-  taps of stacked filters, query heads sharing key-value heads).
+  ``mark_below`` draw the recurring shapes: a grid of labelled cells (masks, caches,
+  filters, tokens), a grid of numbers with a colour bar, labelled bars, a curve with
+  marked points whose labels stay inside the axes, and expected against measured with
+  its line of equality; ``tap_tree`` and ``head_groups`` draw two mechanisms that appear
+  more than once (the taps of stacked filters, query heads sharing key-value heads).
 - ``show(fig, key, alt)`` draws the figure once, checks the layout (every label inside
   its axes, no two labels on top of each other), writes it as SVG with deterministic
   bytes (letters and lines as vector outlines, sharp at any zoom and in print; a grid of
