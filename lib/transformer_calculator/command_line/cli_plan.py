@@ -23,10 +23,10 @@ from ..counting.training import OPTIMIZERS
 __all__ = ["add_plan_parser", "run_plan", "NO_SERVING_ESTIMATE"]
 
 NO_SERVING_ESTIMATE = (
-    "no estimate stands beside a service's floors: the estimate report gives is "
-    "fitted to engines that batch continuously, one prompt at a time, and these "
-    "floors are a static batch's, its prompts read together, so the two would not "
-    "describe the same run")
+    "no estimate stands beside a service's floors: report's estimate is fitted to "
+    "engines that batch continuously and take prompts one at a time, while these "
+    "floors are a static batch's, whose prompts are read together, so the two would "
+    "not describe the same run")
 """Why ``plan`` gives a training run's estimate beside its floors and not a
 service's (one line, in the text and the JSON)."""
 
