@@ -13,7 +13,8 @@ from ..anatomy.recurrent import GatedDeltaNet
 from ..anatomy.model import Model
 from .plan import Split
 
-__all__ = ["check_split", "stage_layers", "physical_experts", "experts_of"]
+__all__ = ["check_split", "stage_layers", "physical_experts", "experts_of",
+           "why_tp_uncut"]
 
 
 def _refuse(flag: str, why: str) -> ValueError:
@@ -48,7 +49,7 @@ def _mixer_uncut(i: int, m, tp: int) -> str | None:
     return None
 
 
-def _tp_divides(model: Model, tp: int) -> str | None:
+def why_tp_uncut(model: Model, tp: int) -> str | None:
     """Why ``model``'s layers cannot be cut over ``tp`` devices (None: they can)."""
     for i, b in enumerate(model.layout.blocks):
         f = b.ffn
@@ -96,10 +97,10 @@ def check_split(model: Model, s: Split) -> list[str]:
         raise _refuse("--tp/--pp/--ep", "a model counted by the transformers route is "
                       "known by its tensors' sizes, not by its parts, so it cannot "
                       "be split (use --route layout)")
-    why = _tp_divides(model, s.tp)
+    why = why_tp_uncut(model, s.tp)
     if why:
         raise _refuse("--tp", f"{why} (tensor parallel sizes that divide this model: "
-                      f"{_sizes(lambda n: _tp_divides(model, n) is None)})")
+                      f"{_sizes(lambda n: why_tp_uncut(model, n) is None)})")
     e = experts_of(model)
     if s.ep > 1 or s.redundant_experts:
         if e is None:

@@ -21,7 +21,7 @@ from ..service import serving
 from ..counting.chips import Chip
 from ..anatomy.model import Model
 from ..service.serving import Serving
-from .checks import _tp_divides, check_split, experts_of
+from .checks import check_split, experts_of, why_tp_uncut
 from .comm import ep_seconds, pp_seconds, tp_seconds
 from .links import crossing_notes
 from .plan import MAX_SPLIT, Split
@@ -220,7 +220,7 @@ def splits_that_fit(model: Model, chip: Chip, engine: Serving, context: int,
     tokens in the memory the engine may use: at most ``most`` of them."""
     layers, found = min(len(model.layout.blocks), MAX_SPLIT), []
     for tp in range(1, most_tp + 1):
-        if _tp_divides(model, tp):  # check_split refuses every split of this tp
+        if why_tp_uncut(model, tp) is not None:  # check_split refuses each split
             continue
         pp = first_true(lambda p, tp=tp: _holds(model, chip, engine, context,
                                                 Split(tp=tp, pp=p)), limit=layers)
