@@ -180,6 +180,18 @@ def test_full_attention_is_the_books_decode_step():
 def test_held_bytes_against_real_tensors():
     grouped = designs.Design("grouped", "attention", kv_heads=4)
     assert designs.held_bytes(grouped, M, 100) == 100 * R.cache_bytes_per_token(dataclasses.replace(M, kv_heads=4))
+    assert designs.held_bytes(WINDOW, M, 32768) == designs.held_bytes(WINDOW, M, 2000) \
+        == 1023 * R.cache_bytes_per_token(M)           # transformers' layer: the test below
+    state = torch.zeros(M.layers, M.width, 16, dtype=torch.bfloat16)
+    assert designs.held_bytes(SUMMARY, M, 32768) == state.numel() * state.element_size()
+    last_inputs = torch.zeros(M.layers, 2, M.width, dtype=torch.bfloat16)
+    assert designs.held_bytes(CONV, M, 32768) == last_inputs.numel() * last_inputs.element_size()
+    per_layer = R.cache_bytes_per_token(M) // M.layers
+    assert designs.held_bytes(HYBRID, M, 32768) == 3 * 32768 * per_layer + 21 * state[0].numel() * 2
+
+
+@pytest.mark.transformers  # importing transformers takes about 1.7 s: not in make check
+def test_window_held_bytes_against_transformers_cache():
     # transformers' sliding-window cache layer, fed a prompt past its window, keeps W - 1
     from transformers.cache_utils import DynamicSlidingWindowLayer
     layer = DynamicSlidingWindowLayer(sliding_window=WINDOW.window)
@@ -188,12 +200,6 @@ def test_held_bytes_against_real_tensors():
     kept = layer.keys.numel() * layer.keys.element_size() * 2          # keys and values
     assert designs.held_bytes(WINDOW, M, 32768) == designs.held_bytes(WINDOW, M, 2000) \
         == M.layers * kept == 1023 * R.cache_bytes_per_token(M)
-    state = torch.zeros(M.layers, M.width, 16, dtype=torch.bfloat16)
-    assert designs.held_bytes(SUMMARY, M, 32768) == state.numel() * state.element_size()
-    last_inputs = torch.zeros(M.layers, 2, M.width, dtype=torch.bfloat16)
-    assert designs.held_bytes(CONV, M, 32768) == last_inputs.numel() * last_inputs.element_size()
-    per_layer = R.cache_bytes_per_token(M) // M.layers
-    assert designs.held_bytes(HYBRID, M, 32768) == 3 * 32768 * per_layer + 21 * state[0].numel() * 2
 
 
 def test_reach_and_exact_recall_against_masks():

@@ -94,7 +94,7 @@ class ChipName(argparse.Action):
             raise argparse.ArgumentError(self, str(err)) from None
         setattr(namespace, self.dest, found)
         note = chip_note(values, found)
-        namespace.chip_notes = [note] if note else []
+        namespace.chip_notes = (note,) if note else ()
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -103,9 +103,10 @@ class CommandParser(argparse.ArgumentParser):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.set_defaults(chip_notes=[])
+        self.set_defaults(chip_notes=())
 
     def parse_args(self, args=None, namespace=None):
+        self._asked = self  # the command an earlier call's error was asked of is gone
         known, extra = self.parse_known_args(args, namespace)
         if extra:
             command = getattr(known, "command", None)
