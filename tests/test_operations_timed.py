@@ -29,7 +29,7 @@ import torch
 import transformer_arithmetic as ta
 from transformer_arithmetic import timing
 
-pytestmark = pytest.mark.slow(seconds=6)
+pytestmark = [pytest.mark.torch_kernels, pytest.mark.slow(seconds=6)]
 
 
 @contextmanager

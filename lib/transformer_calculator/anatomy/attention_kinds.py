@@ -12,6 +12,7 @@ them; each meets the ``Mixer`` contract.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from transformer_arithmetic.masks import causal_pairs, window_pairs
 
@@ -50,7 +51,7 @@ class MixtureOfAttention(_CausalAttention):
         kv = 2 * self.width * self.kv_heads * self.head_dim
         return kv + self.experts * self.width + self.width
 
-    @property
+    @cached_property
     def parameters(self) -> int:
         return self.experts * self._expert + self._shared
 
@@ -113,7 +114,7 @@ class SparseLatentAttention(LatentAttention):
             + self.width * self.index_heads
         )
 
-    @property
+    @cached_property
     def parameters(self) -> int:
         return super().parameters + self.indexer_parameters
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from functools import cached_property
 
 __all__ = ["FeedForwardPart", "DensePart", "FeedForward", "Experts",
            "expected_distinct_experts"]
@@ -81,7 +82,7 @@ class FeedForward(DensePart):
         """Weight matrices: gate, up and down when gated, else up and down."""
         return 3 if self.gated else 2
 
-    @property
+    @cached_property
     def parameters(self) -> int:
         weights = self.matrices * self.width * self.inner
         return weights + _bias(self.bias, (self.matrices - 1) * self.inner + self.width)
@@ -144,7 +145,7 @@ class Experts(FeedForwardPart):
         shared = self.shared.parameters if self.shared else 0
         return self.router_parameters + shared + _bias(self.shared_gate, self.width)
 
-    @property
+    @cached_property
     def parameters(self) -> int:
         """Every expert, the router and any shared expert (and the unused matrices
         transformers gives zero experts)."""

@@ -49,7 +49,7 @@ class Block:
     norms: int
     passes: int = 1
 
-    @property
+    @cached_property
     def parameters(self) -> int:
         """Every trainable number in the block, a count."""
         return (

@@ -59,7 +59,7 @@ class MeasuredMixer(Mixer):
     def kind(self) -> MixerKind:
         return self.kind_of_mixing
 
-    @property
+    @cached_property
     def parameters(self) -> int:
         return self.numbers
 
@@ -111,7 +111,7 @@ class MeasuredExperts(FeedForwardPart):
     float32: int = 0
     inner: int = 0
 
-    @property
+    @cached_property
     def parameters(self) -> int:
         return self.count * self.per_expert
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from functools import cached_property
 from enum import Enum
 
 from transformer_arithmetic.masks import causal_pairs, window_pairs
@@ -200,7 +201,7 @@ class Attention(Mixer):
         one."""
         return self.heads * self.head_dim * (2 if self.out_gate else 1)
 
-    @property
+    @cached_property
     def parameters(self) -> int:
         q = self.heads * self.head_dim
         kv = self.kv_heads * self.head_dim
@@ -296,7 +297,7 @@ class LatentAttention(_CausalAttention):
     def kind(self) -> MixerKind:
         return MixerKind.LATENT_ATTENTION
 
-    @property
+    @cached_property
     def parameters(self) -> int:
         """Weights, biases and the two latent normalisations."""
         qk = self.nope_dim + self.rope_dim
@@ -384,7 +385,7 @@ class Mamba(_RunningSummary):
     proj_bias: bool = False
     inner_norms: bool = False
 
-    @property
+    @cached_property
     def parameters(self) -> int:
         """Projections, filter, step-size and decay numbers."""
         i, n = self.inner, self.state_size

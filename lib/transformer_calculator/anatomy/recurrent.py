@@ -18,6 +18,7 @@ them: each meets the ``Mixer`` contract (no cache that grows, a fixed state) or 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from .feedforward import DensePart
 from .mixers import FixedState, _bias, _RunningSummary
@@ -48,7 +49,7 @@ class Mamba2(_RunningSummary):
         """Channels the causal filter runs over: x, B and C."""
         return self.inner + 2 * self.groups * self.state_size
 
-    @property
+    @cached_property
     def parameters(self) -> int:
         """Projections, filter, per-head step, decay and skip numbers and the gated
         norm."""
@@ -99,7 +100,7 @@ class RwkvTimeMix(_RunningSummary):
     width: int
     inner: int
 
-    @property
+    @cached_property
     def parameters(self) -> int:
         return 4 * self.width * self.inner + 2 * self.inner + 3 * self.width
 
@@ -125,7 +126,7 @@ class RwkvChannelMix(DensePart):
     width: int
     inner: int
 
-    @property
+    @cached_property
     def parameters(self) -> int:
         return 2 * self.width * self.inner + self.width**2 + 2 * self.width
 
@@ -149,7 +150,7 @@ class RgLru(_RunningSummary):
     heads: int
     conv: int
 
-    @property
+    @cached_property
     def parameters(self) -> int:
         block = self.inner // self.heads
         projections = 3 * self.width * self.inner + 2 * self.inner + self.width
@@ -188,7 +189,7 @@ class MLstm(_RunningSummary):
     state_qk: int
     state_v: int
 
-    @property
+    @cached_property
     def parameters(self) -> int:
         b = 1 if self.bias else 0
         out = 2 * self.qk + 2 * self.v
@@ -241,7 +242,7 @@ class GatedDeltaNet(_RunningSummary):
         """Channels the causal filter runs over: queries, keys and values."""
         return 2 * self.key_heads * self.key_dim + self.value_heads * self.value_dim
 
-    @property
+    @cached_property
     def parameters(self) -> int:
         """Projections, filter, step bias, decay rate, the gated norm."""
         values = self.value_heads * self.value_dim

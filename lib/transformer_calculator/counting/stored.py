@@ -154,7 +154,7 @@ def read_bytes(model: Model, tokens: int, positions: int | None = None) -> int:
         m = b.mixer
         untouched += (m.parameters - m.read_parameters(tokens)) * model.bytes_per_number
     again = sum(  # a looped layer's weights, read again on each later pass
-        (b.passes - 1) * b.parameters for b in model.layout.blocks
+        (b.passes - 1) * b.parameters for b in model.layout.blocks if b.passes > 1
     ) * model.bytes_per_number
     return round(total - untouched) + again
 
