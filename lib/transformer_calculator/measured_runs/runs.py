@@ -49,7 +49,7 @@ OPTIONS = (
     "optimizer", "gradients", "fp32_gradients", "devices", "engine", "engine_version",
     "attention_dp", "prefill_tp", "prefill_ep", "prefill_attention_dp",
     "prefill_workers", "decode_workers",
-    "gpu_memory_utilization", "block_size", "interconnect",
+    "gpu_memory_utilization", "block_size", "interconnect", "pp_balance",
 )
 """The option columns a run may carry (``devices`` is ``train``'s name for ``dp``)."""
 

@@ -15,14 +15,21 @@ from ..anatomy.model import Model
 from ..service.serving import served
 from ..splits import (Split, check_split, chip_link, chip_machine, chip_network,
                       stage_models)
+from ..splits.checks import cost_balanced_stage_layers
 from ..counting.training import GRADIENTS, OPTIMIZERS, Training
 from .runs import Run
 
 __all__ = ["ServingSetup", "TrainingSetup", "serving_setup", "training_setup",
-           "ENGINES"]
+           "ENGINES", "PP_BALANCES"]
 
 ENGINES = ("vllm", "sglang", "trtllm")
 """Serving engines a run may name."""
+
+PP_BALANCES = ("even", "cost")
+"""How a training run's layers are placed on its pipeline stages: as even as they
+go (``checks.stage_layers``), or by cost as nanotron does
+(``checks.cost_balanced_stage_layers``: the output head's cost counted, so the
+first stage holds more layers)."""
 
 
 @dataclass(frozen=True)
@@ -185,5 +192,9 @@ def training_setup(run: Run) -> TrainingSetup:
         gradients=(_choice(run, "gradients", GRADIENTS)
                    or ("both" if _flag(run, "fp32_gradients") else "model")))
     split = _split(run, model, c, "tp", "ep", devices)
-    split = dataclasses.replace(split, micro_batches=_whole(run, "micro_batches", 1))
+    balance = _choice(run, "pp_balance", PP_BALANCES) or "even"
+    split = dataclasses.replace(
+        split, micro_batches=_whole(run, "micro_batches", 1),
+        stage_layers=cost_balanced_stage_layers(model, split.pp)
+        if balance == "cost" and split.pp > 1 else None)
     return TrainingSetup(model=model, chip=c, training=t, split=split, notes=notes)
