@@ -16,7 +16,7 @@ from ..service.serving import served
 from ..splits import (Split, check_split, chip_link, chip_machine, chip_network,
                       stage_models)
 from ..splits.checks import cost_balanced_stage_layers
-from ..counting.training import GRADIENTS, OPTIMIZERS, Training
+from ..counting.training import GRADIENTS, LOSSES, OPTIMIZERS, Training
 from .runs import Run
 
 __all__ = ["ServingSetup", "TrainingSetup", "serving_setup", "training_setup",
@@ -190,7 +190,10 @@ def training_setup(run: Run) -> TrainingSetup:
         recompute=run.options.get("recompute", "selective"),
         zero_stage=_whole(run, "zero_stage", 0, low=0), devices=devices,
         gradients=(_choice(run, "gradients", GRADIENTS)
-                   or ("both" if _flag(run, "fp32_gradients") else "model")))
+                   or ("both" if _flag(run, "fp32_gradients") else "model")),
+        loss=_choice(run, "loss", LOSSES) or "torch",
+        gathered_inputs=_flag(run, "gathered_inputs"),
+        kv_twice=_flag(run, "kv_twice"))
     split = _split(run, model, c, "tp", "ep", devices)
     balance = _choice(run, "pp_balance", PP_BALANCES) or "even"
     split = dataclasses.replace(
