@@ -14,7 +14,7 @@ was measured.
   (how many of each: the prompt workers serve every decode worker's requests);
 - what was measured, any of them empty: ``measured_ttft_ms``, ``measured_tpot_ms``,
   ``measured_tokens_per_s_per_chip``, ``measured_mfu`` (a fraction),
-  ``measured_memory_gib``;
+  ``measured_memory_gib`` (the peak of the first pipeline stage's device, GiB);
 - optional: ``id`` (a name for the run, echoed), and ``refused`` (a reason the run
   could not be written as options: the row is listed as refused with it).
 
