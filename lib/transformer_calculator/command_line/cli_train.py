@@ -19,8 +19,8 @@ from ..counting.text import bytes_text, seconds_text, table
 from ..counting.running_costs import cost_lines, running_costs
 from ..splits import Split, chip_link, training_split
 from ..splits.text import training_split_lines
-from ..counting.training import (ALL_LINEAR, GRADIENTS, LORA_TARGETS, OPTIMIZERS, Lora,
-                                 Training)
+from ..counting.training import (ALL_LINEAR, GRADIENTS, LORA_TARGETS, LOSSES,
+                                 OPTIMIZERS, Lora, Training)
 from ..counting.training_time import train_figures
 
 __all__ = [
@@ -175,6 +175,26 @@ def add_train_parser(commands) -> None:
         "vectors kept a token, not 4",
     )
     p.add_argument(
+        "--loss",
+        choices=list(LOSSES),
+        default="torch",
+        help="how the loss holds the logits: torch (cross_entropy(logits.float()), "
+        "the logits kept: b + 12 bytes a logit, the default) or vocab-parallel "
+        "(Megatron-LM's and nanotron's fused loss: b + 8)",
+    )
+    p.add_argument(
+        "--gathered-inputs",
+        action="store_true",
+        help="under sequence parallelism the matrices keep their gathered inputs "
+        "whole for the backward pass (nanotron's tp_recompute_allgather false)",
+    )
+    p.add_argument(
+        "--kv-twice",
+        action="store_true",
+        help="attention keeps its keys and values twice (nanotron's packed "
+        "query-key-value copy beside its rotated key-value copy)",
+    )
+    p.add_argument(
         "--dropout",
         action="store_true",
         help="keep dropout's masks for the backward pass (today's large models "
@@ -312,6 +332,9 @@ def _training(args, model) -> Training:
         master_weights=args.master_weights,
         dropout=args.dropout,
         fused_glu=args.fused_glu,
+        loss=args.loss,
+        gathered_inputs=args.gathered_inputs,
+        kv_twice=args.kv_twice,
     )
 
 

@@ -71,11 +71,23 @@ class Shares:
     ``sequence`` devices share each d-wide tensor's positions (N_tp under sequence
     parallelism, else 1), ``context`` devices share the whole sequence (N_cp), and
     ``gathered_kv`` is True when context parallel gathers every position's keys and
-    values for attention (the all-gather form) and keeps them for the backward pass."""
+    values for attention (the all-gather form) and keeps them for the backward pass;
+    ``gathered_inputs`` is True when the matrices that read a d-wide vector (the
+    attention's and the feed-forward part's first matrices, the output head) keep
+    their input as gathered over the sequence's ``sequence`` devices, whole, instead
+    of their own share to gather again in the backward pass (nanotron's
+    ``tp_recompute_allgather=False``; Megatron-LM gathers again): the normalisations'
+    inputs stay cut. ``kv_twice`` is True when attention keeps its keys and values
+    twice: nanotron's multi-head attention copies the packed queries, keys and values
+    into one tensor, which the query's view (saved by flash-attention) keeps whole,
+    and rotates a second copy of the keys and values, which flash-attention saves too
+    (``CausalSelfAttention``, the path without grouped key-value heads)."""
 
     sequence: int = 1
     context: int = 1
     gathered_kv: bool = False
+    gathered_inputs: bool = False
+    kv_twice: bool = False
 
     def __post_init__(self) -> None:
         checked_whole("sequence", self.sequence, minimum=1)
@@ -223,7 +235,7 @@ def activation_bytes(
             f"seq_len={seq_len} does not divide among {shares.context} devices"
         )
     bpn, layout = model.bytes_per_number, model.layout
-    cut = wide = f32 = masks = 0.0
+    cut = wide = whole = f32 = masks = 0.0
     for block in layout.blocks:
         lora = _lora_numbers(block, lora_rank, lora_names)
         if recompute == "full":
@@ -231,13 +243,22 @@ def activation_bytes(
         c, w, n32 = _block_numbers(model, block, seq_len, recompute, lora, fused_glu)
         if shares.gathered_kv and recompute != "full":
             c += _kv_numbers(block) * (shares.context - 1)
+        if shares.kv_twice and recompute != "full" and type(block.mixer) is Attention:
+            c += _kv_numbers(block)
+        if shares.gathered_inputs and recompute != "full":
+            inputs = w - _norms(model, block) * layout.width  # the matrices' inputs
+            w, whole = w - inputs, whole + inputs
         cut, wide, f32 = cut + c, wide + w, f32 + n32
         if dropout:
             d_wide, grid = _mask_bytes(block, layout.width, seq_len, recompute, bpn)
             masks += d_wide / shares.sequence + grid
-    wide += 2 * layout.width if layout.head else 0  # the final norm's, the head's input
+    if layout.head:  # the final norm's input, the head's input
+        wide += layout.width
+        whole, wide = (whole + layout.width, wide) if shares.gathered_inputs else (
+            whole, wide + layout.width)
     wide += layout.width if layout.embedding_norm else 0
-    per_token = (cut + wide / shares.sequence) * bpn + f32 * FLOAT32_BYTES + masks
+    per_token = ((cut + whole + wide / shares.sequence) * bpn + f32 * FLOAT32_BYTES
+                 + masks)
     return round(batch * (seq_len // shares.context) * per_token)
 
 

@@ -42,6 +42,7 @@ The step's work and time are in ``training_time.py``.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from transformer_arithmetic.checks import checked_whole
@@ -56,6 +57,8 @@ from ..anatomy.model import Model
 __all__ = [
     "OPTIMIZERS",
     "GRADIENTS",
+    "LOSSES",
+    "LOSS_PARTS",
     "LORA_TARGETS",
     "ALL_LINEAR",
     "Lora",
@@ -75,6 +78,20 @@ for a tensor of 4,096 numbers or more, float32 moments for a smaller one, and tw
 
 GRADIENTS = ("model", "fp32", "both")
 """How the gradients are held: in the model's format, in float32 only, or both."""
+
+LOSSES = ("torch", "vocab-parallel")
+"""How the loss holds the logits at its peak, a logit of b bytes: ``torch``
+(``cross_entropy(logits.float())`` with the logits kept through the backward pass:
+the logits, the float32 log-softmax and two float32 gradients, b + 12 bytes) or
+``vocab-parallel`` (Megatron-LM's and nanotron's vocabulary-parallel cross entropy:
+at the end of its forward pass the logits, their float32 copy and the float32 shifted
+copy that ``exp`` and the division turn into the softmax in place and keep for the
+backward pass, which makes the gradient in it in place: b + 8 bytes; nanotron's
+``_ShardedCrossEntropy``)."""
+
+LOSS_PARTS = ("logits", "float32 log-softmax", "float32 logit gradients",
+              "float32 logits", "float32 softmax")
+"""The parts of ``step_memory`` the loss holds (either loss's)."""
 
 EIGHT_BIT_BLOCK = 256
 """Numbers that share one float32 scale in 8-bit Adam's states (bitsandbytes)."""
@@ -143,8 +160,11 @@ class Training:
     full), ZeRO ``zero_stage`` over ``devices`` data-parallel devices, ``gradients``
     (a key of ``GRADIENTS``), ``master_weights`` (a float32 master copy when the
     model's format is narrower), ``dropout`` (its masks kept), ``fused_glu`` (a fused
-    gated activation, ``activations``), an optional ``lora``, and ``shares`` (a split's
-    cut of the sequence: ``activations.Shares``)."""
+    gated activation, ``activations``), an optional ``lora``, ``shares`` (a split's
+    cut of the sequence: ``activations.Shares``), ``loss`` (a key of ``LOSSES``: how
+    the loss holds the logits), ``gathered_inputs`` (under sequence parallelism, the
+    matrices keep their gathered inputs whole) and ``kv_twice`` (attention keeps its
+    keys and values twice; both: ``activations.Shares``)."""
 
     batch: int = 1
     seq_len: int = 2048
@@ -159,6 +179,9 @@ class Training:
     dropout: bool = False
     fused_glu: bool = False
     shares: Shares = NO_SHARES
+    loss: str = "torch"
+    gathered_inputs: bool = False
+    kv_twice: bool = False
 
     def __post_init__(self) -> None:
         checked_whole("batch", self.batch, minimum=1)
@@ -173,6 +196,8 @@ class Training:
             raise ValueError(f"ZeRO stage must be 0, 1, 2 or 3, got {self.zero_stage}")
         if self.gradients not in GRADIENTS:
             raise ValueError(f"gradients must be one of {', '.join(GRADIENTS)}")
+        if self.loss not in LOSSES:
+            raise ValueError(f"loss must be one of {', '.join(LOSSES)}")
         if self.batch % self.micro_batches:
             raise ValueError(
                 f"{self.micro_batches} micro-batches do not divide the batch of "
@@ -297,20 +322,34 @@ def step_memory(model: Model, t: Training) -> dict[str, float]:
                 t.recompute,
                 t.lora.rank if t.lora else 0,
                 _lora_names(t),
-                shares=t.shares,
+                shares=_shares(t),
                 dropout=t.dropout,
                 fused_glu=t.fused_glu,
             )
         ),
-        "logits": float(logits_bytes(model, 1, tokens)) if model.layout.head else 0.0,
-        "float32 log-softmax": float(softmax_bytes(model, 1, tokens))
-        if model.layout.head
-        else 0.0,
-        "float32 logit gradients": float(2 * softmax_bytes(model, 1, tokens))
-        if model.layout.head
-        else 0.0,
+        **_loss_parts(model, t, tokens),
     }
     return parts
+
+
+def _shares(t: Training) -> Shares:
+    """The step's cut of the sequence with its engine's choices (``gathered_inputs``,
+    ``kv_twice``) applied."""
+    return dataclasses.replace(
+        t.shares, gathered_inputs=t.shares.gathered_inputs or t.gathered_inputs,
+        kv_twice=t.shares.kv_twice or t.kv_twice)
+
+
+def _loss_parts(model: Model, t: Training, tokens: int) -> dict[str, float]:
+    """Bytes the loss holds at its peak over ``tokens`` positions, by part (see
+    ``LOSSES``)."""
+    head = bool(model.layout.head)
+    logits = float(logits_bytes(model, 1, tokens)) if head else 0.0
+    f32 = float(softmax_bytes(model, 1, tokens)) if head else 0.0
+    return {"logits": logits, "float32 logits": f32, "float32 softmax": f32} \
+        if t.loss == "vocab-parallel" else {
+            "logits": logits, "float32 log-softmax": f32,
+            "float32 logit gradients": 2 * f32}
 
 
 def _lora_names(t: Training) -> tuple[str, ...]:

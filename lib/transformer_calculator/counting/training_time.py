@@ -33,8 +33,8 @@ from transformer_arithmetic.timing import roofline_time
 from . import stored
 from .chips import Chip, matrix_flops_per_s
 from ..anatomy.model import Model
-from .training import (Training, lora_parameters, step_memory, trainable_parameters,
-                       bytes_per_parameter)
+from .training import (LOSS_PARTS, Training, bytes_per_parameter, lora_parameters,
+                       step_memory, trainable_parameters)
 
 __all__ = [
     "StepWork",
@@ -114,8 +114,7 @@ def micro_batch_bytes(model: Model, t: Training, adding: bool = False) -> float:
     weights = part["weights"] + part["gathered weights"]
     passes = 3 if t.recompute == "full" else 2
     grads = part["gradients"] + part["float32 gradients"]
-    loss = (part["logits"] + part["float32 log-softmax"]
-            + part["float32 logit gradients"])
+    loss = sum(part.get(k, 0.0) for k in LOSS_PARTS)
     return (passes * weights + (2 if adding else 1) * grads
             + 2 * part["activations"] + 2 * loss)
 

@@ -100,10 +100,10 @@ def _training(run: Run, fr: Fractions) -> dict:
                       "unit": "fraction",
                       "measured_over_floor": run.measured["mfu"] / mfu,
                       "below_floor": run.measured["mfu"] > mfu}
-    if "memory_gib" in run.measured:
-        gib = figures["memory_bytes"] / 2**30
+    if "memory_gib" in run.measured:  # the first stage's device: rank 0 measured it
+        gib = figures["devices"][0]["memory_bytes"] / 2**30
         out["memory_gib"] = {"counted": gib, "measured": run.measured["memory_gib"],
-                             "unit": "GiB", "measured_over_counted":
+                             "unit": "GiB", "stage": 0, "measured_over_counted":
                              run.measured["memory_gib"] / gib}
     return out
 

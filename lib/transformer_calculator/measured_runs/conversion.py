@@ -22,9 +22,27 @@ table leaves something out, this states what is assumed:
 
 Training (the Ultra-Scale Playbook): 8 H100s a node, sequences of 4,096, the shapes of
 nanotron's benchmark script (``playbook-*`` configs), ``MBS`` x ``GradAcc`` sequences a
-device a step in ``GradAcc`` micro-batches, ``DP`` data-parallel devices, float32
-gradients kept beside the 16-bit ones (nanotron's ``accumulate_grad_in_fp32``), and
-what was measured: tokens a second a GPU, MFU and the peak memory (GiB, rank 0).
+device a step in ``GradAcc`` micro-batches, ``DP`` data-parallel devices, and what was
+measured: tokens a second a GPU, MFU and the peak memory. The memory is nanotron's
+``torch.cuda.max_memory_allocated() / 1024**3`` (GiB, allocated, not reserved) on world
+rank 0, which is tensor, data and pipeline rank 0: the first pipeline stage
+(``helpers.create_table_log``, "Mem Alloc (GB)"). nanotron as the playbook's branch
+(``nouamanetazi/ultrascale-playbook``) runs it, each choice an option of the run:
+
+- float32 gradients beside the 16-bit ones (``accumulate_grad_in_fp32``): a float32
+  buffer for every parameter, whole under ZeRO-1, which splits the float32 master copy
+  and AdamW's moments (``FP32GradientAccumulator``; ``gradients=both``);
+- the layers placed on the pipeline stages by cost, the output head's vocab x width
+  counted (``build_model``; ``pp_balance=cost``), under 1F1B, whose first stage holds
+  min(pp, GradAcc) micro-batches' activations at its peak (``engine.py``);
+- flash-attention (no grid kept), no recomputation (``recompute_layer`` False), the
+  vocabulary-parallel loss (``_ShardedCrossEntropy``; ``loss=vocab-parallel``), and
+  multi-head attention's packed query-key-value copy kept beside the rotated key-value
+  copy (``kv_twice``);
+- sequence parallelism (``tp_mode`` REDUCE_SCATTER) with the matrices' inputs gathered
+  again in the backward pass (``tp_recompute_allgather``, True by default:
+  ``gathered_inputs=false``). The table does not say which each run used; many runs
+  with one pipeline stage hold exactly those inputs whole as well.
 """
 
 from __future__ import annotations
@@ -38,6 +56,7 @@ from .runs import write_runs
 
 __all__ = [
     "SERVING_TABLE", "TRAINING_TABLE", "MODELS", "NO_LAYOUT", "CHIPS", "FORMATS",
+    "PLAYBOOK_GATHERED_INPUTS",
     "serving_rows", "training_rows", "table_text", "main",
 ]
 
@@ -176,6 +195,10 @@ def serving_rows(text: str | None = None) -> list[dict]:
 
 _SIZES = re.compile(r"^(\d+)B$")
 
+PLAYBOOK_GATHERED_INPUTS = "false"
+"""Whether the playbook's runs are counted with the matrices' gathered inputs kept
+(nanotron's ``tp_recompute_allgather`` False): false, nanotron's default."""
+
 
 def training_rows(text: str | None = None) -> list[dict]:
     """Every run of the playbook's table (``text``, or the shipped one) as a row of
@@ -192,6 +215,8 @@ def training_rows(text: str | None = None) -> list[dict]:
             "chip": "h100-sxm", "seq_len": "4096", "batch": str(mbs * acc),
             "micro_batches": str(acc), "tp": r["TP"], "pp": r["PP"],
             "devices": r["DP"], "zero_stage": r["ZeRO"], "gradients": "both",
+            "pp_balance": "cost", "loss": "vocab-parallel", "kv_twice": "true",
+            "gathered_inputs": PLAYBOOK_GATHERED_INPUTS,
             "measured_tokens_per_s_per_chip": r["tok/s/gpu"] if done else "",
             "measured_mfu": f"{float(r['MFU']) / 100:.6g}" if done else "",
             "measured_memory_gib": r["GPU memory"] if done else "",

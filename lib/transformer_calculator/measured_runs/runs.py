@@ -14,7 +14,7 @@ was measured.
   (how many of each: the prompt workers serve every decode worker's requests);
 - what was measured, any of them empty: ``measured_ttft_ms``, ``measured_tpot_ms``,
   ``measured_tokens_per_s_per_chip``, ``measured_mfu`` (a fraction),
-  ``measured_memory_gib``;
+  ``measured_memory_gib`` (the peak of the first pipeline stage's device, GiB);
 - optional: ``id`` (a name for the run, echoed), and ``refused`` (a reason the run
   could not be written as options: the row is listed as refused with it).
 
@@ -49,7 +49,8 @@ OPTIONS = (
     "optimizer", "gradients", "fp32_gradients", "devices", "engine", "engine_version",
     "attention_dp", "prefill_tp", "prefill_ep", "prefill_attention_dp",
     "prefill_workers", "decode_workers",
-    "gpu_memory_utilization", "block_size", "interconnect",
+    "gpu_memory_utilization", "block_size", "interconnect", "pp_balance",
+    "loss", "gathered_inputs", "kv_twice",
 )
 """The option columns a run may carry (``devices`` is ``train``'s name for ``dp``)."""
 

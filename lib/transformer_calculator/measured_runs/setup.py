@@ -15,14 +15,21 @@ from ..anatomy.model import Model
 from ..service.serving import served
 from ..splits import (Split, check_split, chip_link, chip_machine, chip_network,
                       stage_models)
-from ..counting.training import GRADIENTS, OPTIMIZERS, Training
+from ..splits.checks import cost_balanced_stage_layers
+from ..counting.training import GRADIENTS, LOSSES, OPTIMIZERS, Training
 from .runs import Run
 
 __all__ = ["ServingSetup", "TrainingSetup", "serving_setup", "training_setup",
-           "ENGINES"]
+           "ENGINES", "PP_BALANCES"]
 
 ENGINES = ("vllm", "sglang", "trtllm")
 """Serving engines a run may name."""
+
+PP_BALANCES = ("even", "cost")
+"""How a training run's layers are placed on its pipeline stages: as even as they
+go (``checks.stage_layers``), or by cost as nanotron does
+(``checks.cost_balanced_stage_layers``: the output head's cost counted, so the
+first stage holds more layers)."""
 
 
 @dataclass(frozen=True)
@@ -183,7 +190,14 @@ def training_setup(run: Run) -> TrainingSetup:
         recompute=run.options.get("recompute", "selective"),
         zero_stage=_whole(run, "zero_stage", 0, low=0), devices=devices,
         gradients=(_choice(run, "gradients", GRADIENTS)
-                   or ("both" if _flag(run, "fp32_gradients") else "model")))
+                   or ("both" if _flag(run, "fp32_gradients") else "model")),
+        loss=_choice(run, "loss", LOSSES) or "torch",
+        gathered_inputs=_flag(run, "gathered_inputs"),
+        kv_twice=_flag(run, "kv_twice"))
     split = _split(run, model, c, "tp", "ep", devices)
-    split = dataclasses.replace(split, micro_batches=_whole(run, "micro_batches", 1))
+    balance = _choice(run, "pp_balance", PP_BALANCES) or "even"
+    split = dataclasses.replace(
+        split, micro_batches=_whole(run, "micro_batches", 1),
+        stage_layers=cost_balanced_stage_layers(model, split.pp)
+        if balance == "cost" and split.pp > 1 else None)
     return TrainingSetup(model=model, chip=c, training=t, split=split, notes=notes)

@@ -10,11 +10,12 @@ from ..anatomy.feedforward import Experts, FeedForward
 from ..anatomy.attention_kinds import SparseLatentAttention
 from ..anatomy.mixers import Attention, LatentAttention
 from ..anatomy.recurrent import GatedDeltaNet
+from ..anatomy.matrices import matrices_of_block
 from ..anatomy.model import Model
 from .plan import Split
 
 __all__ = ["check_split", "stage_layers", "physical_experts", "experts_of",
-           "why_tp_uncut"]
+           "why_tp_uncut", "cost_balanced_stage_layers"]
 
 
 def _refuse(flag: str, why: str) -> ValueError:
@@ -86,6 +87,38 @@ def stage_layers(model: Model, s: Split) -> list[int]:
     if s.stage_layers is not None:
         return list(s.stage_layers)
     return uneven_stage_layers(layers, s.pp)
+
+
+def _block_cost(block) -> int:
+    """A layer's cost as nanotron weighs it (``get_block_compute_costs``): 4 heads x
+    head width x model width for attention (whatever its key-value heads) and 3 (2
+    ungated) x inner x model width for the feed-forward part; any other layer, its
+    matrices' numbers."""
+    m, f = block.mixer, block.ffn
+    if type(m) is not Attention or not isinstance(f, FeedForward):
+        return sum(x.rows * x.cols * x.count for x in matrices_of_block(block))
+    return (4 * m.heads * m.head_dim * m.width
+            + (3 if f.gated else 2) * f.inner * f.width)
+
+
+def cost_balanced_stage_layers(model: Model, pp: int) -> tuple[int, ...]:
+    """Layers of each pipeline stage as nanotron's ``build_model`` places them: the
+    blocks in order (the input table costing nothing, each layer its matrices'
+    numbers, the output head vocabulary x width), each on the current stage until
+    the running cost passes ``(stage + 1) / pp`` of the whole, the block that passes
+    it included. The head's cost leaves the last stage fewer layers and the first
+    more than an even cut."""
+    layout = model.layout
+    costs = [_block_cost(b) for b in layout.blocks]
+    head = layout.vocab * layout.width if layout.head else 0
+    total, run, stage = sum(costs) + head, 0, 0
+    out = [0] * pp
+    for c in costs:
+        run += c
+        out[stage] += 1
+        if run > total * (stage + 1) / pp and stage < pp - 1:
+            stage += 1
+    return tuple(out)
 
 
 def check_split(model: Model, s: Split) -> list[str]:

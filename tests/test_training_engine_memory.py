@@ -1,0 +1,86 @@
+"""The training memory's engine choices, each against its own arithmetic: the loss's
+bytes a logit, attention's second copy of its keys and values, the matrices' gathered
+inputs kept whole, nanotron's placement of layers on pipeline stages by cost, and the
+check of a measured run's memory against its first stage (the rank that measured it)."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from transformer_calculator.counting.activations import Shares, activation_bytes
+from transformer_calculator.counting.training import LOSS_PARTS, Training, step_memory
+from transformer_calculator.measured_runs import conversion
+from transformer_calculator.measured_runs.check import check_run
+from transformer_calculator.measured_runs.floors import training_figures
+from transformer_calculator.measured_runs.runs import read_runs, write_runs
+from transformer_calculator.measured_runs.setup import training_setup
+from transformer_calculator.reading.inputs import load_model
+from transformer_calculator.splits.checks import cost_balanced_stage_layers
+
+SEQ = 1024
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_model("playbook-1b")[0]
+
+
+@pytest.mark.parametrize("loss, extra", [("torch", 12), ("vocab-parallel", 8)])
+def test_the_loss_holds_b_plus_its_bytes_a_logit(model, loss, extra):
+    parts = step_memory(model, Training(seq_len=SEQ, loss=loss))
+    held = sum(parts.get(k, 0.0) for k in LOSS_PARTS)
+    logits = SEQ * model.layout.vocab
+    assert held == logits * (model.bytes_per_number + extra)
+
+
+def test_kv_twice_adds_one_copy_of_the_keys_and_values(model):
+    plain = activation_bytes(model, 1, SEQ, "selective")
+    twice = activation_bytes(model, 1, SEQ, "selective", shares=Shares(kv_twice=True))
+    m = model.layout.blocks[0].mixer
+    kv = 2 * m.kv_heads * m.head_dim
+    layers = len(model.layout.blocks)
+    assert twice - plain == SEQ * layers * kv * model.bytes_per_number
+
+
+@pytest.mark.parametrize("tp", [2, 8])
+def test_gathered_inputs_keep_the_matrices_inputs_whole(model, tp):
+    cut = activation_bytes(model, 1, SEQ, "selective", shares=Shares(sequence=tp))
+    kept = activation_bytes(model, 1, SEQ, "selective",
+                            shares=Shares(sequence=tp, gathered_inputs=True))
+    layers, width = len(model.layout.blocks), model.layout.width
+    inputs = (2 * layers + 1) * width  # attention's, the feed-forward part's, the head's
+    whole = SEQ * inputs * model.bytes_per_number
+    assert kept - cut == pytest.approx(whole * (1 - 1 / tp), abs=1)
+    one = Shares(sequence=1, gathered_inputs=True)
+    assert activation_bytes(model, 1, SEQ, "selective", shares=one) == \
+        activation_bytes(model, 1, SEQ, "selective")
+
+
+def test_the_engine_choices_reach_step_memory_without_a_split(model):
+    a = step_memory(model, Training(seq_len=SEQ, kv_twice=True, gathered_inputs=True))
+    b = step_memory(model, Training(seq_len=SEQ, shares=Shares(kv_twice=True)))
+    assert a["activations"] == b["activations"]  # one device: nothing gathered
+
+
+@pytest.mark.parametrize("pp", [1, 2, 4, 8])
+def test_cost_balanced_stages_hold_every_layer_the_first_the_most(model, pp):
+    got = cost_balanced_stage_layers(model, pp)
+    layers = len(model.layout.blocks)
+    assert len(got) == pp and sum(got) == layers
+    assert got[0] == max(got) >= -(-layers // pp)  # the head's cost moves layers up
+    headless = dataclasses.replace(model, layout=dataclasses.replace(
+        model.layout, head=False))
+    even = cost_balanced_stage_layers(headless, pp)
+    assert sum(even) == layers and max(even) - min(even) <= 1 + (pp > 1)
+
+
+def test_a_training_runs_memory_is_checked_against_its_first_stage():
+    rows = [r for r in conversion.training_rows()
+            if "refused" not in r and r["pp"] != "1"][:1]
+    run = read_runs(write_runs(rows))[0]
+    figures = training_figures(training_setup(run))
+    checked = check_run(run)["memory_gib"]
+    assert checked["stage"] == 0
+    assert checked["counted"] == figures["devices"][0]["memory_bytes"] / 2**30
+    assert checked["measured"] == run.measured["memory_gib"]
