@@ -37,3 +37,16 @@ def test_a_run_faster_than_its_floor_is_named_with_its_cause(fresh):
 def test_the_stored_fractions_are_the_fits():
     data, _, _ = fit.fitted()
     assert data == json.loads(FRACTIONS_FILE.read_text(encoding="utf-8"))
+
+
+def test_no_run_that_finished_is_counted_as_not_fitting(fresh):
+    """A run that finished held its step: a count that says its busiest device could
+    not is wrong. The share within the stated distance is the rows' own."""
+    memory = fresh["training"]["memory"]
+    assert memory["outcomes"]["finished"]["count says it does not fit"] == 0
+    columns = memory["columns"]
+    ratios = [r[columns.index("measured")] / r[columns.index("counted")]
+              for r in memory["runs"]]
+    assert len(ratios) == memory["summary"]["runs"] > 1000
+    near = sum(abs(q - 1) <= memory["near"] for q in ratios) / len(ratios)
+    assert memory["summary"]["within"] == pytest.approx(near, abs=1e-6)

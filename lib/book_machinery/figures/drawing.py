@@ -218,9 +218,11 @@ def against(
     unit: str,
     title: str,
     size: float = 2.2,
+    expected_label: str = "expected",
 ) -> None:
     """Expected against measured on log axes, a dot a run, with the line where the two
-    are equal (a dot above it: expected slower or larger than measured)."""
+    are equal (a dot above it: expected slower or larger than measured);
+    ``expected_label`` names the vertical axis's quantity (a count, say)."""
     ax.plot(measured, expected, "o", ms=size, alpha=0.35, color=PALETTE[concept],
             mew=0, rasterized=True)
     span = [min(measured.min(), expected.min()), max(measured.max(), expected.max())]
@@ -228,7 +230,7 @@ def against(
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(f"measured ({unit})")
-    ax.set_ylabel(f"expected ({unit})")
+    ax.set_ylabel(f"{expected_label} ({unit})")
     ax.set_title(title)
 
 

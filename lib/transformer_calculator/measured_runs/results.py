@@ -12,6 +12,7 @@ gives now.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -19,7 +20,9 @@ from pathlib import Path
 from .check import check_runs
 from .conversion import serving_rows, training_rows
 from .fit import HELD_OUT
+from .floors import training_figures
 from .runs import read_runs, write_runs
+from .setup import training_setup
 from .summary import QUANTITIES, summary
 
 __all__ = ["RESULTS_FILE", "results", "main"]
@@ -34,10 +37,51 @@ def _six(x: float) -> float:
     return float(f"{x:.6g}")
 
 
+MEMORY_COLUMNS = ("id", "model", "held_out", "counted", "measured")
+"""The columns of each training run's peak memory (GiB, the first stage's device)."""
+
+NEAR = 0.10
+"""How close a counted peak memory must be to the measured one to count as near."""
+
+
+def _memory(rows: list[dict], runs: list, held: set[str]) -> dict:
+    """The training runs' peak memory, counted against measured, with the share of
+    runs within ``NEAR`` of it (all and by model), and for the runs that finished and
+    those that did not, whether the count says their busiest device holds the
+    step."""
+    table = [[r["id"], r["model"], r["model"] in held,
+              _six(r["memory_gib"]["counted"]), _six(r["memory_gib"]["measured"])]
+             for r in rows if "memory_gib" in r]
+    def near(part: list) -> dict:
+        ratios = sorted(m / c for *_, c, m in part)
+        mid = len(ratios) // 2
+        median = ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
+        return {"runs": len(part), "median_measured_over_counted": _six(median),
+                "within": _six(sum(abs(q - 1) <= NEAR for q in ratios) / len(ratios))}
+    by_model = {m: near([t for t in table if t[1] == m])
+                for m in sorted({t[1] for t in table})}
+    outcomes = {k: {"count says it does not fit": 0, "count says it fits": 0,
+                    "not expressible": 0} for k in ("finished", "did not finish")}
+    for run in runs:
+        if run.refused and not run.refused.startswith("not measured"):
+            continue
+        outcome = outcomes["did not finish" if run.refused else "finished"]
+        try:
+            fits = training_figures(training_setup(dataclasses.replace(
+                run, refused=None)))["fits"]
+        except (ValueError, ArithmeticError):
+            outcome["not expressible"] += 1
+            continue
+        outcome["count says it fits" if fits else "count says it does not fit"] += 1
+    return {"columns": list(MEMORY_COLUMNS), "runs": table, "near": NEAR,
+            "summary": near(table), "by_model": by_model, "outcomes": outcomes}
+
+
 def results() -> dict:
     """The stored check's content."""
+    training_runs = read_runs(write_runs(training_rows()))
     checked = {"serving": check_runs(read_runs(write_runs(serving_rows()))),
-               "training": check_runs(read_runs(write_runs(training_rows())))}
+               "training": check_runs(training_runs)}
     held = set(HELD_OUT)
     out: dict = {"held_out": sorted(held), "columns": ["id", "model", "chip", "engine",
                                                       "held_out", *FIELDS]}
@@ -58,6 +102,7 @@ def results() -> dict:
         out[table] = {"runs": per, "below_floor": below,
                       "summary": _rounded(summary(rows)),
                       "held_out_summary": _rounded(summary(rows, held))}
+    out["training"]["memory"] = _memory(checked["training"], training_runs, held)
     return out
 
 
