@@ -14,7 +14,8 @@ supported when avx512 is supported"); on a processor without AMX the same test p
   has (``default``, ``avx2``, ``avx512`` on x86-64; ``default`` and ``sve256`` on Arm),
   each with its matching oneDNN and MKL level
   (``book_machinery.processor.narrowed_env``). The tests' own process is the unnarrowed
-  run. A file marked ``torch_counts`` runs PyTorch but asserts only counts, shapes and
+  run, so the widest level is skipped where narrowing to it changes nothing but the
+  thread count (PyTorch already at it, oneDNN on nothing wider: no AMX). A file marked ``torch_counts`` runs PyTorch but asserts only counts, shapes and
   bytes, which no choice of kernel changes: it runs once, unnarrowed.
 - ``test_a_narrowed_run_narrows_every_layer`` catches the mismatch itself on any processor,
   AMX or not: with a level's settings, the instruction set oneDNN reports using (its own
@@ -84,11 +85,32 @@ def check_torch_tests_pass_at(rank: int) -> None:
     if rank >= len(levels):
         pytest.skip(f"this processor has {len(levels)} level(s): {', '.join(levels)}")
     level = levels[rank]
+    if rank == len(levels) - 1 and unnarrowed_is(level):
+        pytest.skip(f"{level} is what this processor runs unnarrowed, oneDNN included: the "
+                    "tests' own run is this level's (on more threads)")
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:nbval",
                           "-p", "no:cacheprovider", *map(str, marked("torch_kernels"))],
                          cwd=ROOT, env=_env(level), capture_output=True, text=True)
     assert run.returncode == 0, f"at ATEN_CPU_CAPABILITY={level}:\n{run.stdout[-4000:]}{run.stderr[-2000:]}"
     assert " passed" in run.stdout.splitlines()[-1], run.stdout[-2000:]
+
+
+def _onednn_ranks(env: dict[str, str]) -> list[float]:
+    """How wide each instruction set oneDNN's verbose log names is, running ``WORKLOAD``."""
+    run = subprocess.run([sys.executable, "-c", WORKLOAD], env={**env, "ONEDNN_VERBOSE": "1"},
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    used = [line.split("isa:", 1)[1] for line in run.stdout.splitlines() if ",isa:" in line]
+    return [next(r for name, r in ONEDNN_RANK if name in isa) for isa in used]
+
+
+def unnarrowed_is(level: str) -> bool:
+    """Whether this processor, unnarrowed, already runs every layer at ``level``: PyTorch's
+    own kernels at it and oneDNN on nothing wider (an x86 processor without AMX, say)."""
+    if processor.ARCH != "x86_64" or torch.backends.cpu.get_cpu_capability().lower() != level:
+        return False
+    ranks = _onednn_ranks({**os.environ, **processor.PINNED_ENV})
+    return bool(ranks) and max(ranks) <= LEVEL_RANK[level]
 
 
 def test_a_level_file_for_every_level():
