@@ -16,7 +16,8 @@ times and waits) to the times to the first token, then the share of prompt passe
 decode step waits for again; so the first token's terms cannot pull the decode
 step's fractions. The serving runs with attention data parallel are checked (their
 errors count among the held-out models' and their regimes') but not fitted: fitted,
-they pull the other runs' fractions away.
+they pull the other runs' fractions away. Training runs taken for failed jobs (a
+run five times slower than its twins: ``failed_runs``) are checked but not fitted.
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ from . import conversion, floors
 from .runs import read_runs, write_runs
 from .setup import serving_setup, training_setup
 
-__all__ = ["HELD_OUT", "FITTED", "START", "serving_cases", "training_cases", "fit",
-           "main"]
+__all__ = ["HELD_OUT", "FITTED", "START", "FAILED_SHARE", "failed_runs",
+           "serving_cases", "training_cases", "fit", "main"]
 
 HELD_OUT = ("deepseek-v3-fp8", "deepseek-v3.1-nvfp4", "llama-3.1-70b",
             "qwen3-235b-a22b-fp8", "gpt-oss-120b", "playbook-3b", "playbook-80b",
@@ -112,10 +113,49 @@ def serving_cases() -> list[Case]:
     return out
 
 
+FAILED_SHARE = 5.0
+"""How many times slower than its twin a training run must be to count as a failed
+job (``failed_runs``)."""
+
+
+def _shape(o: dict) -> tuple:
+    """A training run's model, split, ZeRO stage and micro-batch (sequences)."""
+    return (o["model"], o["tp"], o["pp"], o["devices"], o["zero_stage"],
+            int(o["batch"]) // int(o["micro_batches"]))
+
+
+def failed_runs(runs: list) -> set[str]:
+    """The ids of measured training runs taken for failed jobs, so not fitted (their
+    errors still count): a run measured below 1 / ``FAILED_SHARE`` of the median of
+    its twins, the runs of the same model and split that differ only by the ZeRO
+    stage, or only by a micro-batch half as large (twice as many of them: the same
+    work, which a larger micro-batch does not slow five-fold)."""
+    done = [r for r in runs
+            if not r.refused and "tokens_per_s_per_chip" in r.measured]
+    by: dict[tuple, list[float]] = {}
+    for r in done:
+        by.setdefault(_shape(r.options), []).append(
+            r.measured["tokens_per_s_per_chip"])
+    out = set()
+    for r in done:
+        *split, zero, mb = _shape(r.options)
+        twins = [v for z in ("0", "1", "2", "3") if z != zero
+                 for v in by.get((*split, z, mb), [])]
+        halves = by.get((*split, zero, mb // 2), []) if mb > 1 else []
+        rate = r.measured["tokens_per_s_per_chip"]
+        if any(t and rate < float(np.median(t)) / FAILED_SHARE
+               for t in (twins, halves)):
+            out.add(r.id)
+    return out
+
+
 def training_cases() -> list[Case]:
-    """Every measured training run's tokens a second a chip."""
+    """Every measured training run's tokens a second a chip (the failed jobs,
+    ``failed_runs``, checked but not fitted)."""
     out = []
-    for run in read_runs(write_runs(conversion.training_rows())):
+    runs = read_runs(write_runs(conversion.training_rows()))
+    failed = failed_runs(runs)
+    for run in runs:
         if run.refused or "tokens_per_s_per_chip" not in run.measured:
             continue
         try:
@@ -126,7 +166,8 @@ def training_cases() -> list[Case]:
         p = training_parts(t, figures)
         out.append(Case(run.id, run.options["model"], "tokens_per_s_per_chip",
                         run.measured["tokens_per_s_per_chip"], p,
-                        _regime("tokens_per_s_per_chip", "any"), p.floor))
+                        _regime("tokens_per_s_per_chip", "any"), p.floor,
+                        run.id not in failed))
     return out
 
 
@@ -432,6 +473,8 @@ def main(argv: list[str] | None = None) -> int:
                 err = np.abs(pred[sel] - measured[sel]) / measured[sel]
                 print(f"{q:<24} {name:<9} runs {int(sel.sum()):>5}  median abs error "
                       f"{np.median(err):.1%}")
+    failed = sum(c.quantity == "tokens_per_s_per_chip" and not c.fitted for c in cases)
+    print(f"training runs taken for failed jobs (failed_runs), not fitted: {failed}")
     print(f"wrote {FRACTIONS_FILE}")
     return 0
 
