@@ -24,10 +24,12 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+import published
+
 from ..counting.chips import rate_for
 from ..counting.training_time import micro_batch_bytes, optimizer_bytes, step_work
 from ..splits import stage_models
-from ..splits.comm import dp_seconds, pp_seconds, tp_seconds
+from ..splits.comm import dp_arrays, dp_seconds, pp_seconds, tp_seconds
 from ..splits.links import groups
 from .fractions import Fractions, fractions
 from .terms import Count, Roof, generation
@@ -69,6 +71,25 @@ def _kind(split, group: str) -> str:
     return "network" if groups(split)[group].crosses else "nvlink"
 
 
+_BUS = {"all-reduce": 2.0, "all-gather": 1.0, "reduce-scatter": 1.0}
+"""Each ring collective's bus bytes over its array's bytes, times n / (n - 1)
+(nccl-tests' bus bandwidth)."""
+
+
+def _dp_seconds(st, s, t, chip) -> float:
+    """Seconds of the stage's data-parallel collectives once a step: where the group
+    spans machines and the chip's machine has collectives measured by number of
+    nodes (``published.by_nodes``), at that bus bandwidth for the machines the group
+    spans; else as ``dp_seconds`` counts them on the links."""
+    g = groups(s)["dp"]
+    measured = published.by_nodes(chip.key) if g.crosses else None
+    if measured is None:
+        return math.fsum(dp_seconds(st, s, t).values())
+    return math.fsum(_BUS[c] * (g.size - 1) / g.size * x
+                     / measured.bus(c, g.machines)
+                     for c, x in dp_arrays(st, s, t).values())
+
+
 def training_parts(setup, figures: dict) -> TrainingParts:
     """The terms of one training run (``setup`` from ``measured_runs.setup``) beside
     what ``train`` computed for it (``figures``)."""
@@ -108,7 +129,7 @@ def training_parts(setup, figures: dict) -> TrainingParts:
             Count("pipeline send latency", passes * pp_seconds(
                 m, _only(s, "latency"), tokens_mb, 2), f"train pp latency:{kind}")]
     if s.dp > 1 and linked:
-        grads = math.fsum(dp_seconds(st, s, whole).values())
+        grads = _dp_seconds(st, s, whole, chip)
         terms.append(Count("data-parallel gradients", grads,
                            f"train dp link:{_kind(s, 'dp')}"))
     terms.append(Count("a fixed time a layer and micro-batch", passes * layers,
