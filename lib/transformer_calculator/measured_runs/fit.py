@@ -129,7 +129,11 @@ def failed_runs(runs: list) -> set[str]:
     errors still count): a run measured below 1 / ``FAILED_SHARE`` of the median of
     its twins, the runs of the same model and split that differ only by the ZeRO
     stage, or only by a micro-batch half as large (twice as many of them: the same
-    work, which a larger micro-batch does not slow five-fold)."""
+    work, which a larger micro-batch does not slow five-fold), or only by half the
+    data-parallel copies (half the nodes, twice the micro-batches: twice the work a
+    chip, so a slower step's collectives cost it at most (c + k d) / (c + d) of its
+    rate for compute c, collectives d and k the collectives' slow-down; the
+    playbook's measured bandwidth falls at most 2.5-fold from n to 2 n nodes)."""
     done = [r for r in runs
             if not r.refused and "tokens_per_s_per_chip" in r.measured]
     by: dict[tuple, list[float]] = {}
@@ -142,9 +146,12 @@ def failed_runs(runs: list) -> set[str]:
         twins = [v for z in ("0", "1", "2", "3") if z != zero
                  for v in by.get((*split, z, mb), [])]
         halves = by.get((*split, zero, mb // 2), []) if mb > 1 else []
+        model, tp, pp, dp = split
+        fewer = by.get((model, tp, pp, str(int(dp) // 2), zero, mb), []) \
+            if int(dp) > 1 else []
         rate = r.measured["tokens_per_s_per_chip"]
         if any(t and rate < float(np.median(t)) / FAILED_SHARE
-               for t in (twins, halves)):
+               for t in (twins, halves, fewer)):
             out.add(r.id)
     return out
 
