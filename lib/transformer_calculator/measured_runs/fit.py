@@ -130,10 +130,10 @@ def failed_runs(runs: list) -> set[str]:
     its twins, the runs of the same model and split that differ only by the ZeRO
     stage, or only by a micro-batch half as large (twice as many of them: the same
     work, which a larger micro-batch does not slow five-fold), or only by half the
-    data-parallel copies (half the nodes, twice the micro-batches: twice the work a
-    chip, so a slower step's collectives cost it at most (c + k d) / (c + d) of its
-    rate for compute c, collectives d and k the collectives' slow-down; the
-    playbook's measured bandwidth falls at most 2.5-fold from n to 2 n nodes)."""
+    data-parallel copies (half the nodes and twice the micro-batches: with compute c
+    and collectives d a step there, the rate falls (c + 2 k d) / (c + d), at most
+    2 k, where the collectives slow k-fold; the playbook's measured bandwidth falls
+    at most 2.5-fold from n to 2 n nodes)."""
     done = [r for r in runs
             if not r.refused and "tokens_per_s_per_chip" in r.measured]
     by: dict[tuple, list[float]] = {}
