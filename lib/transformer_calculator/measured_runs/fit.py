@@ -6,7 +6,10 @@ others (``HELD_OUT``). Run it to rewrite ``estimate/data/fractions.json``:
 
 Each value is found by coordinate descent on the mean absolute log error of the
 fitted runs' time between tokens and time to the first token (and, for training,
-tokens a second), every kernel's fraction of peak held at most 1. It is
+tokens a second), every kernel's fraction of peak held at most 1. Training is priced
+as ``estimate.training`` prices it: micro-batch slots, each the stage's own share and
+its device costs with the schedule's fixed times (added; the longer of the two in a
+pipeline), and the step's own costs. It is
 deterministic: the same runs give the same file, its values rounded to four
 significant figures. It needs numpy (the calculator itself does not).
 
@@ -31,14 +34,15 @@ import numpy as np
 
 from ..estimate.fractions import FRACTIONS_FILE, Fractions, Interval
 from ..estimate.serving import ROUNDS, serving_parts
-from ..estimate.terms import Roof
 from ..estimate.training import training_parts
 from . import conversion, floors
+from .failed import failed_runs
 from .runs import read_runs, write_runs
 from .setup import serving_setup, training_setup
+from .vectors import Vectors, key_index, keys_index
 
-__all__ = ["HELD_OUT", "FITTED", "START", "FAILED_SHARE", "failed_runs",
-           "serving_cases", "training_cases", "fit", "main"]
+__all__ = ["HELD_OUT", "FITTED", "START", "serving_cases", "training_cases", "fit",
+           "main"]
 
 HELD_OUT = ("deepseek-v3-fp8", "deepseek-v3.1-nvfp4", "llama-3.1-70b",
             "qwen3-235b-a22b-fp8", "gpt-oss-120b", "playbook-3b", "playbook-80b",
@@ -57,7 +61,8 @@ START = {"compute": 1.6, "read": 1.25, "expert compute": 2.0, "expert read": 1.5
          "disaggregated": 2.0, "disaggregated queue": 1.0, "burst": 1.0,
          "train compute": 2.0, "train read": 1.5, "train tp step": 1e-4,
          "train tp link": 1.0, "train dp link": 1.0, "train pp latency": 1.0,
-         "train pp link": 1.0, "train layer": 1e-3, "train fixed": 0.1}
+         "train pp link": 1.0, "train layer": 1e-3, "train pp layer": 1e-3,
+         "train fixed": 0.1}
 """Where the descent starts, by the key's first part."""
 
 LOWEST = {"compute": 1.0, "read": 1.0, "expert compute": 1.0, "expert read": 1.0,
@@ -113,49 +118,6 @@ def serving_cases() -> list[Case]:
     return out
 
 
-FAILED_SHARE = 5.0
-"""How many times slower than its twin a training run must be to count as a failed
-job (``failed_runs``)."""
-
-
-def _shape(o: dict) -> tuple:
-    """A training run's model, split, ZeRO stage and micro-batch (sequences)."""
-    return (o["model"], o["tp"], o["pp"], o["devices"], o["zero_stage"],
-            int(o["batch"]) // int(o["micro_batches"]))
-
-
-def failed_runs(runs: list) -> set[str]:
-    """The ids of measured training runs taken for failed jobs, so not fitted (their
-    errors still count): a run measured below 1 / ``FAILED_SHARE`` of the median of
-    its twins, the runs of the same model and split that differ only by the ZeRO
-    stage, or only by a micro-batch half as large (twice as many of them: the same
-    work, which a larger micro-batch does not slow five-fold), or only by half the
-    data-parallel copies (half the nodes and twice the micro-batches: with compute c
-    and collectives d a step there, the rate falls (c + 2 k d) / (c + d), at most
-    2 k, where the collectives slow k-fold; the playbook's measured bandwidth falls
-    at most 2.5-fold from n to 2 n nodes)."""
-    done = [r for r in runs
-            if not r.refused and "tokens_per_s_per_chip" in r.measured]
-    by: dict[tuple, list[float]] = {}
-    for r in done:
-        by.setdefault(_shape(r.options), []).append(
-            r.measured["tokens_per_s_per_chip"])
-    out = set()
-    for r in done:
-        *split, zero, mb = _shape(r.options)
-        twins = [v for z in ("0", "1", "2", "3") if z != zero
-                 for v in by.get((*split, z, mb), [])]
-        halves = by.get((*split, zero, mb // 2), []) if mb > 1 else []
-        model, tp, pp, dp = split
-        fewer = by.get((model, tp, pp, str(int(dp) // 2), zero, mb), []) \
-            if int(dp) > 1 else []
-        rate = r.measured["tokens_per_s_per_chip"]
-        if any(t and rate < float(np.median(t)) / FAILED_SHARE
-               for t in (twins, halves, fewer)):
-            out.add(r.id)
-    return out
-
-
 def training_cases() -> list[Case]:
     """Every measured training run's tokens a second a chip (the failed jobs,
     ``failed_runs``, checked but not fitted)."""
@@ -178,48 +140,6 @@ def training_cases() -> list[Case]:
     return out
 
 
-class Vectors:
-    """The cases' terms as arrays, so that one set of values prices every case at
-    once: each roof's arithmetic and reading with the index of its two values, each
-    count with the index of its value, by the case they belong to."""
-
-    def __init__(self, groups: list[list], keys: dict[str, int], engines: list[str]):
-        roofs, counts = [], []
-        for i, (terms, engine) in enumerate(zip(groups, engines)):
-            for t in terms:
-                if isinstance(t, Roof):
-                    roofs.append((i, t.arith_s, t.read_s, _key(keys, t.arith_key),
-                                  _key(keys, t.read_key)))
-                else:
-                    k = t.key.replace("{engine}", engine)
-                    counts.append((i, t.value, _key(keys, k)))
-        self.n = len(groups)
-        r = np.array(roofs, dtype=float).reshape(-1, 5)
-        c = np.array(counts, dtype=float).reshape(-1, 3)
-        self.r_case, self.r_a, self.r_b = r[:, 0].astype(int), r[:, 1], r[:, 2]
-        self.r_ka, self.r_kb = r[:, 3].astype(int), r[:, 4].astype(int)
-        self.c_case, self.c_v = c[:, 0].astype(int), c[:, 1]
-        self.c_k = c[:, 2].astype(int)
-
-    def seconds(self, theta: np.ndarray) -> np.ndarray:
-        """Each case's seconds at the values ``theta``."""
-        roof = np.maximum(self.r_a * theta[self.r_ka], self.r_b * theta[self.r_kb])
-        out = np.bincount(self.r_case, roof, minlength=self.n)
-        counted = self.c_v * theta[self.c_k]
-        return out + np.bincount(self.c_case, counted, minlength=self.n)
-
-
-def _keys(keys: dict[str, int], pattern: str, engines: list[str]) -> np.ndarray:
-    """The index of ``pattern`` (an f-string of ``e``) for each case's engine."""
-    return np.array([_key(keys, pattern.replace("{e}", e)) for e in engines], dtype=int)
-
-
-def _key(keys: dict[str, int], key: str) -> int:
-    if key not in keys:
-        keys[key] = len(keys)
-    return keys[key]
-
-
 class Model:
     """Every case priced by one vector of values, as ``estimate.serving`` and
     ``estimate.training`` price them one at a time."""
@@ -236,15 +156,15 @@ class Model:
         self.prefill = Vectors([list(p.prefill) for p in self.parts], self.keys,
                                engines)
         k = self.keys
-        self.k_interf = _keys(k, "interference:{e}", engines)
-        self.k_first = _keys(k, "first token:{e}", engines)
-        self.k_first_layer = np.array([_key(k, f"first token layer:{e}")
+        self.k_interf = keys_index(k, "interference:{e}", engines)
+        self.k_first = keys_index(k, "first token:{e}", engines)
+        self.k_first_layer = np.array([key_index(k, f"first token layer:{e}")
                                        for e in engines], dtype=int)
         self.layers = np.array([p.layers for p in self.parts], dtype=float)
-        self.k_queue = _keys(k, "queue:{e}", engines)
-        self.k_dis = _keys(k, "disaggregated:any", engines)
-        self.k_dis_queue = _keys(k, "disaggregated queue:any", engines)
-        self.k_burst = _keys(k, "burst:{e}", engines)
+        self.k_queue = keys_index(k, "queue:{e}", engines)
+        self.k_dis = keys_index(k, "disaggregated:any", engines)
+        self.k_dis_queue = keys_index(k, "disaggregated queue:any", engines)
+        self.k_burst = keys_index(k, "burst:{e}", engines)
         self.prompt = np.array([p.prompt for p in self.parts], dtype=float)
         self.step_tokens = np.array([p.step_tokens for p in self.parts], dtype=float)
         self.clients = np.array([p.clients for p in self.parts], dtype=float)
@@ -255,14 +175,19 @@ class Model:
         self.dis = np.array([p.disaggregated for p in self.parts])
         training = [c for c in cases if c.quantity == "tokens_per_s_per_chip"]
         self.train_parts = [c.parts for c in training]
-        self.train = Vectors([list(p.terms[1:]) for p in self.train_parts], self.keys,
-                             ["any"] * len(training))
-        own = [p.terms[0] for p in self.train_parts]
+        anys = ["any"] * len(training)
+        self.t_device = Vectors([list(p.device) for p in self.train_parts], self.keys,
+                                anys)
+        self.t_host = Vectors([list(p.host) for p in self.train_parts], self.keys, anys)
+        self.t_step = Vectors([list(p.step) for p in self.train_parts], self.keys, anys)
+        own = [p.own for p in self.train_parts]
         self.t_a = np.array([o.arith_s for o in own])
         self.t_b = np.array([o.read_s for o in own])
-        self.t_ka = np.array([_key(k, o.arith_key) for o in own], dtype=int)
-        self.t_kb = np.array([_key(k, o.read_key) for o in own], dtype=int)
-        self.t_bubble = np.array([p.bubble for p in self.train_parts])
+        self.t_ka = np.array([key_index(k, o.arith_key) for o in own], dtype=int)
+        self.t_kb = np.array([key_index(k, o.read_key) for o in own], dtype=int)
+        self.t_slots = np.array([p.slots for p in self.train_parts])
+        self.t_mb = np.array([p.micro_batches for p in self.train_parts], dtype=float)
+        self.t_pipelined = np.array([p.pipelined for p in self.train_parts], dtype=bool)
         self.t_tokens = np.array([p.tokens for p in self.train_parts])
         self.index = np.array([where.get(id(c.parts), -1) for c in cases])
         self.quantity = [c.quantity for c in cases]
@@ -297,7 +222,10 @@ class Model:
                 out[i] = ttft[self.index[i]]
         if len(self.train_parts):
             own = np.maximum(self.t_a * theta[self.t_ka], self.t_b * theta[self.t_kb])
-            steps = own * (1 + self.t_bubble) + self.train.seconds(theta)
+            device = own / self.t_mb + self.t_device.seconds(theta)
+            host = self.t_host.seconds(theta)
+            slot = np.where(self.t_pipelined, np.maximum(device, host), device + host)
+            steps = self.t_slots * slot + self.t_step.seconds(theta)
             rate = self.t_tokens / steps
             mask = np.array([q == "tokens_per_s_per_chip" for q in self.quantity])
             out[mask] = rate[self.train_index[mask]]
