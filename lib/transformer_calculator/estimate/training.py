@@ -109,6 +109,23 @@ def _dp_seconds(st, s, t, chip) -> float:
                      for c, x in dp_arrays(st, s, t).values())
 
 
+def _tp_seconds(m, s, tokens: float, layers: int, chip) -> float:
+    """Seconds of a micro-batch's tensor-parallel collectives (forward and backward)
+    for their bytes: where the chip's machine has collectives measured by number of
+    nodes, each layer's two all-reduces as an all-gather and a reduce-scatter
+    (sequence parallel) at the bus bandwidth measured for the nodes the group spans;
+    else as ``tp_seconds`` counts them on the links."""
+    g = groups(s)["tp"]
+    measured = published.by_nodes(chip.key)
+    if measured is None:
+        return tp_seconds(m, _only(s, "bytes"), tokens, layers, 2)
+    x = tokens * m.layout.width * m.bytes_per_number
+    one = (g.size - 1) / g.size * x * (1 / measured.bus("all-gather", g.machines)
+                                       + 1 / measured.bus("reduce-scatter",
+                                                          g.machines))
+    return 2 * 2 * layers * one
+
+
 def training_parts(setup, figures: dict) -> TrainingParts:
     """The terms of one training run (``setup`` from ``measured_runs.setup``) beside
     what ``train`` computed for it (``figures``)."""
@@ -142,8 +159,8 @@ def training_parts(setup, figures: dict) -> TrainingParts:
     if s.tp > 1 and linked:
         kind = _kind(s, "tp")
         waits = "pipelined" if pipelined else "alone"
-        device.append(Count("tensor-parallel bytes", tp_seconds(
-            m, _only(s, "bytes"), tokens_mb, layers, 2), f"train tp link:{kind}"))
+        device.append(Count("tensor-parallel bytes", _tp_seconds(
+            m, s, tokens_mb, layers, chip), f"train tp link:{kind}"))
         host.append(Count("tensor-parallel ring steps",
                           2 * 2 * layers * 2 * (s.tp - 1), f"train tp step:{waits}"))
     if pipelined and linked:
