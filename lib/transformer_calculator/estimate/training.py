@@ -95,18 +95,17 @@ _BUS = {"all-reduce": 2.0, "all-gather": 1.0, "reduce-scatter": 1.0}
 (nccl-tests' bus bandwidth)."""
 
 
-def _dp_seconds(st, s, t, chip) -> float:
-    """Seconds of the stage's data-parallel collectives once a step: where the group
-    spans machines and the chip's machine has collectives measured by number of
-    nodes (``published.by_nodes``), at that bus bandwidth for the machines the group
-    spans; else as ``dp_seconds`` counts them on the links."""
+def _dp_seconds(st, s, t, chip) -> dict[str, float]:
+    """Seconds of the stage's data-parallel collectives once a step, by name: where
+    the group spans machines and the chip's machine has collectives measured by
+    number of nodes (``published.by_nodes``), at that bus bandwidth for the machines
+    the group spans; else as ``dp_seconds`` counts them on the links."""
     g = groups(s)["dp"]
     measured = published.by_nodes(chip.key) if g.crosses else None
     if measured is None:
-        return math.fsum(dp_seconds(st, s, t).values())
-    return math.fsum(_BUS[c] * (g.size - 1) / g.size * x
-                     / measured.bus(c, g.machines)
-                     for c, x in dp_arrays(st, s, t).values())
+        return dp_seconds(st, s, t)
+    return {k: _BUS[c] * (g.size - 1) / g.size * x / measured.bus(c, g.machines)
+            for k, (c, x) in dp_arrays(st, s, t).items()}
 
 
 def _tp_seconds(m, s, tokens: float, layers: int, chip) -> float:
@@ -174,8 +173,14 @@ def training_parts(setup, figures: dict) -> TrainingParts:
                       f"train pp layer:{gen}" if pipelined else f"train layer:{gen}"))
     step: list = []
     if s.dp > 1 and linked:
-        step.append(Count("data-parallel gradients", _dp_seconds(st, s, whole, chip),
-                          f"train dp link:{_kind(s, 'dp')}"))
+        dp = _dp_seconds(st, s, whole, chip)
+        kind = _kind(s, "dp")
+        gather = dp.pop("weight all-gather", 0.0)
+        step.append(Count("data-parallel gradients", math.fsum(dp.values()),
+                          f"train dp link:{kind}"))
+        if gather:  # after the optimizer's step: nothing to hide under
+            step.append(Count("data-parallel weight gather", gather,
+                              f"train dp gather:{kind}"))
     step.append(Count("a fixed time a step", 1.0, f"train fixed:{gen}"))
     per_chip = figures["tokens_per_s"] / s.devices
     tokens = t.batch * t.seq_len * s.dp / s.devices
