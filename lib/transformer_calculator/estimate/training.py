@@ -160,8 +160,14 @@ def training_parts(setup, figures: dict) -> TrainingParts:
         waits = "pipelined" if pipelined else "alone"
         device.append(Count("tensor-parallel bytes", _tp_seconds(
             m, s, tokens_mb, layers, chip), f"train tp link:{kind}"))
-        host.append(Count("tensor-parallel ring steps",
-                          2 * 2 * layers * 2 * (s.tp - 1), f"train tp step:{waits}"))
+        g = groups(s)["tp"]
+        host.append(Count("tensor-parallel ring steps inside a machine",
+                          2 * 2 * layers * 2 * (g.per_machine - 1),
+                          f"train tp step:{waits}"))
+        if g.crosses:
+            host.append(Count("tensor-parallel ring steps between machines",
+                              2 * 2 * layers * 2 * (g.machines - 1),
+                              f"train tp step:{waits}:network"))
     if pipelined and linked:
         kind = _kind(s, "pp")
         device += [
