@@ -175,6 +175,9 @@ def training_parts(setup, figures: dict) -> TrainingParts:
                 m, _only(s, "bytes"), tokens_mb, 2), f"train pp link:{kind}"),
             Count("pipeline send latency", pp_seconds(
                 m, _only(s, "latency"), tokens_mb, 2), f"train pp latency:{kind}")]
+    if pipelined:  # the blocking receive: its metadata, then the data, host waiting
+        host.append(Count("a fixed time a slot", 1.0,
+                          f"train pp slot:{_kind(s, 'pp')}"))
     host.append(Count("a fixed time a layer", layers,
                       f"train pp layer:{gen}" if pipelined else f"train layer:{gen}"))
     step: list = []

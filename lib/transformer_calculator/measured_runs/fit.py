@@ -62,7 +62,7 @@ START = {"compute": 1.6, "read": 1.25, "expert compute": 2.0, "expert read": 1.5
          "train compute": 2.0, "train read": 1.5, "train tp step": 1e-4,
          "train tp link": 1.0, "train dp link": 1.0, "train dp gather": 1.0,
          "train pp latency": 1.0, "train pp link": 1.0, "train layer": 1e-3,
-         "train pp layer": 1e-3, "train fixed": 0.1}
+         "train pp layer": 1e-3, "train pp slot": 1e-3, "train fixed": 0.1}
 """Where the descent starts, by the key's first part."""
 
 LOWEST = {"compute": 1.0, "read": 1.0, "expert compute": 1.0, "expert read": 1.0,
