@@ -6,21 +6,26 @@ stage's, divided by the virtual stages, (N_pp - 1) / v for even stages) and its 
 once a step. A slot holds:
 
 - the device's work for one micro-batch: its share of the stage's multiplies and
-  reading, each on its own roof at the fitted fraction of peak, and the
-  tensor-parallel collectives' bytes on the link they cross (``tp_seconds``; nanotron
-  runs them blocking, so they add) and the stage's sends (their bytes and latency,
-  as ``pp_seconds`` counts them);
+  reading, each on its own roof at the fitted fraction of peak; the tensor-parallel
+  collectives' bytes (nanotron runs them blocking, so they add), as sequence
+  parallel's all-gather and reduce-scatter at the bus bandwidth measured for the
+  nodes the group spans where the chip's machine has it (``published.by_nodes``),
+  else as ``tp_seconds`` counts them on the links; and the stage's sends (their
+  bytes and latency, as ``pp_seconds`` counts them);
 - the schedule's fixed times for one micro-batch: a time a layer (the kernels'
-  launches) and a time a tensor-parallel ring step (a ring step waits on every
-  member's launch), fitted apart for a stage alone and a pipelined one.
+  launches), a time a tensor-parallel ring step (a step waits on every member's
+  launch), counted inside a machine and between machines apart, and in a pipeline a
+  time a slot (the blocking receive, by the link it crosses); each fitted apart for
+  a stage alone and a pipelined one.
 
-A stage alone adds the two. A pipelined stage waits, at each blocking send and
-receive, for its neighbours' fixed times, during which its own device work runs: its
-slot is the longer of the two (so a larger micro-batch's work hides the fixed times
-instead of adding to them). Once a step come the data-parallel reduction of the
-gradients (across machines at the bus bandwidth measured for that many nodes where
-the machine has it, ``published.by_nodes``; else ``dp_seconds`` on the links), at a
-fitted multiple, and a fixed time."""
+A stage alone adds the two. A pipelined stage's host waits at each blocking receive
+and then queues the micro-batch's work, which its device runs meanwhile: its slot is
+the longer of the two (so a larger micro-batch's work hides the fixed times instead
+of adding to them). Once a step come the gradients' reduction (DDP's buckets, under
+the last backward pass: a fitted multiple below 1) and ZeRO's gathering of the new
+weights after the optimizer's step (exposed), each across machines at the bus
+bandwidth measured for that many nodes where the machine has it, else as
+``dp_seconds`` counts them on the links; and a fixed time."""
 
 from __future__ import annotations
 
