@@ -192,6 +192,7 @@ def training_rows(text: str | None = None) -> list[dict]:
             "chip": "h100-sxm", "seq_len": "4096", "batch": str(mbs * acc),
             "micro_batches": str(acc), "tp": r["TP"], "pp": r["PP"],
             "devices": r["DP"], "zero_stage": r["ZeRO"], "gradients": "both",
+            "pp_layers": "nanotron" if r["PP"] != "1" else "",
             "measured_tokens_per_s_per_chip": r["tok/s/gpu"] if done else "",
             "measured_mfu": f"{float(r['MFU']) / 100:.6g}" if done else "",
             "measured_memory_gib": r["GPU memory"] if done else "",

@@ -49,9 +49,11 @@ OPTIONS = (
     "optimizer", "gradients", "fp32_gradients", "devices", "engine", "engine_version",
     "attention_dp", "prefill_tp", "prefill_ep", "prefill_attention_dp",
     "prefill_workers", "decode_workers",
-    "gpu_memory_utilization", "block_size", "interconnect",
+    "gpu_memory_utilization", "block_size", "interconnect", "pp_layers",
 )
-"""The option columns a run may carry (``devices`` is ``train``'s name for ``dp``)."""
+"""The option columns a run may carry (``devices`` is ``train``'s name for ``dp``;
+``pp_layers`` each stage's layers, comma-separated, or ``nanotron``: as nanotron
+cuts them)."""
 
 _OTHER = ("id", "command", "refused")
 

@@ -19,7 +19,7 @@ from ..counting.training import GRADIENTS, OPTIMIZERS, Training
 from .runs import Run
 
 __all__ = ["ServingSetup", "TrainingSetup", "serving_setup", "training_setup",
-           "ENGINES"]
+           "nanotron_stage_layers", "ENGINES"]
 
 ENGINES = ("vllm", "sglang", "trtllm")
 """Serving engines a run may name."""
@@ -170,6 +170,42 @@ def _flag(run: Run, name: str) -> bool:
     return text in ("true", "1", "yes")
 
 
+def nanotron_stage_layers(model: Model, pp: int) -> tuple[int, ...]:
+    """Layers of each of ``pp`` pipeline stages as nanotron cuts them (``build_model``
+    in ``models/base.py``: each block's cost, 4 heads x head width x width + 3 x
+    feed-forward width x width a layer and vocabulary x width for the output head,
+    summed in order; a stage takes blocks until the sum passes its share, the block
+    that passes it included)."""
+    h = model.layout.width
+    costs = [4 * b.mixer.heads * (h // b.mixer.heads) * h + 3 * b.ffn.inner * h
+             for b in model.layout.blocks]
+    layers = len(costs)
+    costs.append(model.layout.vocab * h)
+    total = sum(costs)
+    counts, rank, added = [0] * pp, 0, 0
+    for i, cost in enumerate(costs):
+        added += cost
+        counts[rank] += i < layers
+        if added > total * ((rank + 1) / pp):
+            rank += 1
+    return tuple(counts)
+
+
+def _stage_layers(run: Run, model: Model, pp: int) -> tuple[int, ...] | None:
+    """The option ``pp_layers``: nothing (the calculator's own cut), ``nanotron`` or
+    the layers of each stage, comma-separated."""
+    text = run.options.get("pp_layers")
+    if not text or pp == 1:
+        return None
+    if text == "nanotron":
+        return nanotron_stage_layers(model, pp)
+    try:
+        return tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise ValueError(f"pp_layers must be nanotron or whole numbers, got "
+                         f"{text!r}") from None
+
+
 def training_setup(run: Run) -> TrainingSetup:
     """The training run ``run`` as counted, or a ValueError naming the option that
     cannot be taken."""
@@ -185,5 +221,10 @@ def training_setup(run: Run) -> TrainingSetup:
         gradients=(_choice(run, "gradients", GRADIENTS)
                    or ("both" if _flag(run, "fp32_gradients") else "model")))
     split = _split(run, model, c, "tp", "ep", devices)
-    split = dataclasses.replace(split, micro_batches=_whole(run, "micro_batches", 1))
+    split = dataclasses.replace(split, micro_batches=_whole(run, "micro_batches", 1),
+                                stage_layers=_stage_layers(run, model, split.pp))
+    try:
+        check_split(model, split)
+    except ValueError as err:
+        raise ValueError(str(err).removeprefix("argument ")) from None
     return TrainingSetup(model=model, chip=c, training=t, split=split, notes=notes)
