@@ -177,6 +177,10 @@ def nanotron_stage_layers(model: Model, pp: int) -> tuple[int, ...]:
     summed in order; a stage takes blocks until the sum passes its share, the block
     that passes it included)."""
     h = model.layout.width
+    if not all(hasattr(b.mixer, "heads") and hasattr(b.ffn, "inner")
+               for b in model.layout.blocks):
+        raise ValueError("pp_layers nanotron: nanotron's costs are a dense "
+                         "attention model's (heads and one feed-forward width a layer)")
     costs = [4 * b.mixer.heads * (h // b.mixer.heads) * h + 3 * b.ffn.inner * h
              for b in model.layout.blocks]
     layers = len(costs)
