@@ -32,6 +32,16 @@ def test_the_published_fabrics_name_their_sources_and_links():
     for a in published.achieved_rows():
         assert a.source.startswith("https://") and a.note
     assert [p.name for p in published.protocols()] == ["LL", "LL128", "Simple"]
+    for r in published.by_nodes_rows():
+        assert r.source.startswith("https://") and r.note
+        assert published.machine(r.machine).key == r.machine
+        for figures in r.bus_bytes_per_s.values():
+            assert len(figures) == len(r.nodes)
+            # read at a measured count, the figure itself; between two, between them
+            assert math.isclose(r.bus("all-reduce", r.nodes[0]),
+                                r.bus_bytes_per_s["all-reduce"][0])
+        lo, hi = sorted(r.bus_bytes_per_s["all-gather"][:2])
+        assert lo <= r.bus("all-gather", (r.nodes[0] * r.nodes[1]) ** 0.5) <= hi
 
 
 def in_switch_bytes(n: int, x: float) -> tuple[float, float]:

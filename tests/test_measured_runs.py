@@ -157,6 +157,33 @@ def test_the_training_table_converts_run_by_run():
         assert ("refused" in row) == (source["MFU"] in ("", "nan"))
 
 
+def test_the_playbook_stages_are_cut_as_nanotron_cuts_them():
+    from transformer_calculator.reading.inputs import load_model
+    from transformer_calculator.splits.checks import cost_balanced_stage_layers
+    model, _ = load_model("playbook-1b")  # 16 layers of 4h^2 + 3 d_ff h, head 4 layers
+    # cost 20 layers' worth: the first stage passes its 10 at its 11th layer, keeps it
+    assert cost_balanced_stage_layers(model, 2) == (11, 5)
+    assert cost_balanced_stage_layers(model, 4) == (6, 5, 5, 0)  # the head alone at the end
+
+
+def test_a_run_five_times_slower_than_its_twin_is_not_fitted():
+    from transformer_calculator.measured_runs.failed import failed_runs
+    rows = conversion.training_rows()[:40]
+    runs = read_runs(write_runs(rows))
+    done = [r for r in runs if not r.refused]
+    twin = next(r for r in done if r.options["zero_stage"] == "1" and any(
+        o.options["zero_stage"] == "0" and {k: v for k, v in o.options.items()
+                                            if k != "zero_stage"}
+        == {k: v for k, v in r.options.items() if k != "zero_stage"} for o in done))
+    rate = twin.measured["tokens_per_s_per_chip"]
+    slow = [r if r is not twin else type(r)(r.row, r.id, r.command, r.options,
+                                            {**r.measured,
+                                             "tokens_per_s_per_chip": rate / 50},
+                                            r.refused) for r in runs]
+    assert twin.id not in failed_runs(runs)
+    assert twin.id in failed_runs(slow)
+
+
 def test_the_tables_written_as_runs_read_back():
     rows = conversion.serving_rows()[:50] + conversion.training_rows()[:50]
     runs = read_runs(write_runs(rows))

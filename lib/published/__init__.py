@@ -10,7 +10,7 @@ here, with the public source of each figure, and is read from here by both:
   of a collective (``data/links.json``)
 - ``fabrics`` machines (the chips one fast-link domain joins, in-switch reduction, the
   network cards a chip), NCCL's cost model for each protocol, and published
-  measurements of collectives (``data/fabrics.json``)
+  measurements of collectives, among them by number of nodes (``data/fabrics.json``)
 - ``plans``   how published runs cut their models over their chips (``data/plans.json``)
 - ``models``  the published models' ``config.json`` files, as published
   (``models/``, with ``models/SOURCES.json`` naming each one's repository)
@@ -21,9 +21,9 @@ teaching formulas (``transformer_arithmetic``) and the calculator
 """
 
 from .chips import ChipFacts, chip, chips
-from .fabrics import (AchievedFacts, MachineFacts, ProtocolFacts, achieved,
-                      achieved_rows, machine, machines, nvls_efficiency, protocol,
-                      protocols)
+from .fabrics import (AchievedFacts, ByNodesFacts, MachineFacts, ProtocolFacts,
+                      achieved, achieved_rows, by_nodes, by_nodes_rows, machine,
+                      machines, nvls_efficiency, protocol, protocols)
 from .links import LinkFacts, call_latency_s, link, links
 from .plans import PlanFacts, plan, plans
 from .models import model_config, model_config_path, model_hub_id, model_names
@@ -46,6 +46,9 @@ __all__ = [
     "nvls_efficiency",
     "achieved",
     "achieved_rows",
+    "ByNodesFacts",
+    "by_nodes",
+    "by_nodes_rows",
     "PlanFacts",
     "plan",
     "plans",

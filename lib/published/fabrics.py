@@ -5,6 +5,7 @@ model for each of its protocols, and published measurements of collectives
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -13,7 +14,7 @@ from .chips import normal_name
 
 __all__ = ["FABRIC_FILE", "MachineFacts", "ProtocolFacts", "AchievedFacts",
            "machines", "machine", "protocols", "protocol", "nvls_efficiency",
-           "achieved_rows", "achieved"]
+           "achieved_rows", "achieved", "ByNodesFacts", "by_nodes_rows", "by_nodes"]
 
 FABRIC_FILE = Path(__file__).parent / "data" / "fabrics.json"
 """The table of machines, protocols and measured collectives."""
@@ -130,3 +131,51 @@ def _find(rows, name, what):
             return r
     known = ", ".join(r.key for r in rows)
     raise ValueError(f"no {what} called {name!r}; the shipped ones are: {known}")
+
+
+@dataclass(frozen=True)
+class ByNodesFacts:
+    """Collectives' bus bandwidth (bytes a second, as nccl-tests reports it) measured
+    over every chip of 1, 2, ... nodes of one ``machine`` (a key of the machines),
+    for arrays of ``array_bytes``, by collective (all-reduce, all-gather,
+    reduce-scatter), one figure for each of ``nodes``."""
+
+    key: str
+    machine: str
+    array_bytes: int
+    nodes: tuple[int, ...]
+    bus_bytes_per_s: dict[str, tuple[float, ...]]
+    source: str
+    note: str
+
+    def bus(self, collective: str, nodes: float) -> float:
+        """Bus bandwidth (bytes a second) of ``collective`` over ``nodes`` nodes:
+        straight between the measured counts on logarithmic axes, held at the ends."""
+        ys = self.bus_bytes_per_s[collective]
+        xs = [math.log(n) for n in self.nodes]
+        x = min(max(math.log(max(nodes, 1)), xs[0]), xs[-1])
+        for i in range(len(xs) - 1):
+            if x <= xs[i + 1]:
+                t = (x - xs[i]) / (xs[i + 1] - xs[i])
+                return math.exp(math.log(ys[i]) * (1 - t) + math.log(ys[i + 1]) * t)
+        return ys[-1]
+
+
+@lru_cache(maxsize=1)
+def by_nodes_rows() -> tuple[ByNodesFacts, ...]:
+    """Every measurement of collectives by number of nodes, in the table's order."""
+    return tuple(ByNodesFacts(
+        key=r["key"], machine=r["machine"], array_bytes=r["array_bytes"],
+        nodes=tuple(r["nodes"]),
+        bus_bytes_per_s={k: tuple(v) for k, v in r["bus_bytes_per_s"].items()},
+        source=r["source"], note=r["note"]) for r in _table()["by_nodes"])
+
+
+def by_nodes(chip_key: str) -> ByNodesFacts | None:
+    """The measurement by number of nodes on the machine of ``chip_key`` (None: the
+    table has none)."""
+    keys = {m.key for m in machines() if m.chip == chip_key}
+    for r in by_nodes_rows():
+        if r.machine in keys:
+            return r
+    return None

@@ -17,9 +17,12 @@ loop's wait and of the first round's, ``estimate/serving.py``; ``disaggregated``
 ``disaggregated queue``: multiples of the prompt workers' pass and of their queue's
 wait), and training's
 (``train compute``, ``train read``; ``train tp link``, ``train pp link``,
-``train pp latency``, ``train dp link``: multiples of what the split counts on each
-link; ``train tp step:{pipelined|alone}``, ``train layer``, ``train fixed``: seconds
-a ring step, a layer and micro-batch, a step). A key not fitted falls back to its
+``train pp latency``, ``train dp link``, ``train dp gather``: multiples of what the
+split counts on each link, or of the bandwidth measured by number of nodes;
+``train tp step:{pipelined|alone}`` and ``...:network``, ``train layer``,
+``train pp layer``, ``train pp slot``, ``train fixed``: seconds a ring step inside a
+machine and between machines, a layer and micro-batch alone and pipelined, a
+pipeline's micro-batch slot, a step). A key not fitted falls back to its
 ``any`` form (the geometric
 mean over what was fitted: an engine or a chip generation with no measured runs).
 The intervals (``intervals``) are the 10th and 90th percentiles of measured over

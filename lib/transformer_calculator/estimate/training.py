@@ -1,22 +1,31 @@
 """A training step as it is expected to run, beside the step ``train`` computes (the
 floor), built from the split's own figures (``splits/training_split.py``,
-``splits/comm.py``) for the slowest stage:
+``splits/comm.py``) for the slowest stage. The step is its micro-batch slots (the
+stage's micro-batches and the bubble: the other stages' micro-batch times over this
+stage's, divided by the virtual stages, (N_pp - 1) / v for even stages) and its costs
+once a step. A slot holds:
 
-- its multiplies and reading, each on its own roof at the fitted fraction of peak,
-  stretched by the schedule's bubble (the other stages' share of a micro-batch's way
-  in and out, divided by the virtual stages);
-- every cost the stage pays a micro-batch, counted over its micro-batches and the
-  bubble's fill and drain alike: the tensor-parallel collectives of each layer (their
-  bytes on the link they cross, as ``tp_seconds`` counts them, and their ring steps,
-  each at a fitted time a step: a ring step waits on every member's launch, and waits
-  longer when the pipeline's receives keep the host from queueing work ahead), the
-  stage's own sends (their bytes and their latency, as ``pp_seconds`` counts them),
-  and a fixed time a layer (the kernels' launches);
-- the data-parallel reduction of the gradients once a step (``dp_seconds``), on the
-  link it crosses, at a fitted multiple (below 1 where it hides under the backward
-  pass);
-- a fixed time a step.
-"""
+- the device's work for one micro-batch: its share of the stage's multiplies and
+  reading, each on its own roof at the fitted fraction of peak; the tensor-parallel
+  collectives' bytes (nanotron runs them blocking, so they add), as sequence
+  parallel's all-gather and reduce-scatter at the bus bandwidth measured for the
+  nodes the group spans where the chip's machine has it (``published.by_nodes``),
+  else as ``tp_seconds`` counts them on the links; and the stage's sends (their
+  bytes and latency, as ``pp_seconds`` counts them);
+- the schedule's fixed times for one micro-batch: a time a layer (the kernels'
+  launches), a time a tensor-parallel ring step (a step waits on every member's
+  launch), counted inside a machine and between machines apart, and in a pipeline a
+  time a slot (the blocking receive, by the link it crosses); each fitted apart for
+  a stage alone and a pipelined one.
+
+A stage alone adds the two. A pipelined stage's host waits at each blocking receive
+and then queues the micro-batch's work, which its device runs meanwhile: its slot is
+the longer of the two (so a larger micro-batch's work hides the fixed times instead
+of adding to them). Once a step come the gradients' reduction (DDP's buckets, under
+the last backward pass: a fitted multiple below 1) and ZeRO's gathering of the new
+weights after the optimizer's step (exposed), each across machines at the bus
+bandwidth measured for that many nodes where the machine has it, else as
+``dp_seconds`` counts them on the links; and a fixed time."""
 
 from __future__ import annotations
 
@@ -24,10 +33,12 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+import published
+
 from ..counting.chips import rate_for
 from ..counting.training_time import micro_batch_bytes, optimizer_bytes, step_work
 from ..splits import stage_models
-from ..splits.comm import dp_seconds, pp_seconds, tp_seconds
+from ..splits.comm import dp_arrays, dp_seconds, pp_seconds, tp_seconds
 from ..splits.links import groups
 from .fractions import Fractions, fractions
 from .terms import Count, Roof, generation
@@ -43,13 +54,28 @@ for their bytes alone (or their latency alone)."""
 @dataclass(frozen=True)
 class TrainingParts:
     """A training run cut into its terms: the floor's tokens a second a chip
-    (``floor``), the tokens a chip handles a step (``tokens``), the step's terms and
-    the pipeline's bubble as a share of the stage's own time."""
+    (``floor``), the tokens a chip handles a step (``tokens``), the stage's own
+    multiplies and reading over its micro-batches (``own``), the costs each
+    micro-batch adds on the device (``device``) and the schedule's fixed times a
+    micro-batch (``host``), the costs once a step (``step``), the micro-batch slots
+    a step takes (``slots``: the micro-batches and the bubble), the micro-batches,
+    whether the stage is pipelined and the bubble as a share of the micro-batches."""
 
     floor: float
     tokens: float
-    terms: tuple
+    own: Roof
+    device: tuple
+    host: tuple
+    step: tuple
+    slots: float
+    micro_batches: int
+    pipelined: bool
     bubble: float
+
+    @property
+    def terms(self) -> tuple:
+        """Every term, the stage's own first."""
+        return (self.own, *self.device, *self.host, *self.step)
 
 
 def _only(split, what: str):
@@ -69,6 +95,41 @@ def _kind(split, group: str) -> str:
     return "network" if groups(split)[group].crosses else "nvlink"
 
 
+_BUS = {"all-reduce": 2.0, "all-gather": 1.0, "reduce-scatter": 1.0}
+"""Each ring collective's bus bytes over its array's bytes, times n / (n - 1)
+(nccl-tests' bus bandwidth)."""
+
+
+def _dp_seconds(st, s, t, chip) -> dict[str, float]:
+    """Seconds of the stage's data-parallel collectives once a step, by name: where
+    the group spans machines and the chip's machine has collectives measured by
+    number of nodes (``published.by_nodes``), at that bus bandwidth for the machines
+    the group spans; else as ``dp_seconds`` counts them on the links."""
+    g = groups(s)["dp"]
+    measured = published.by_nodes(chip.key) if g.crosses else None
+    if measured is None:
+        return dp_seconds(st, s, t)
+    return {k: _BUS[c] * (g.size - 1) / g.size * x / measured.bus(c, g.machines)
+            for k, (c, x) in dp_arrays(st, s, t).items()}
+
+
+def _tp_seconds(m, s, tokens: float, layers: int, chip) -> float:
+    """Seconds of a micro-batch's tensor-parallel collectives (forward and backward)
+    for their bytes: where the chip's machine has collectives measured by number of
+    nodes, each layer's two all-reduces as an all-gather and a reduce-scatter
+    (sequence parallel) at the bus bandwidth measured for the nodes the group spans;
+    else as ``tp_seconds`` counts them on the links."""
+    g = groups(s)["tp"]
+    measured = published.by_nodes(chip.key)
+    if measured is None:
+        return tp_seconds(m, _only(s, "bytes"), tokens, layers, 2)
+    x = tokens * m.layout.width * m.bytes_per_number
+    one = (g.size - 1) / g.size * x * (1 / measured.bus("all-gather", g.machines)
+                                       + 1 / measured.bus("reduce-scatter",
+                                                          g.machines))
+    return 2 * 2 * layers * one
+
+
 def training_parts(setup, figures: dict) -> TrainingParts:
     """The terms of one training run (``setup`` from ``measured_runs.setup``) beside
     what ``train`` computed for it (``figures``)."""
@@ -82,52 +143,82 @@ def training_parts(setup, figures: dict) -> TrainingParts:
     nbytes = (whole.micro_batches * micro_batch_bytes(st, one)
               + optimizer_bytes(st, whole))
     rate = rate_for(chip, "fp8" if st.weights.fp8_compute else "bf16")
-    terms: list = [Roof("the step's multiplies and reading",
-                        w.matrix / rate + w.other / chip.flops_per_s,
-                        nbytes / chip.bytes_per_s,
-                        f"train compute:{gen}", f"train read:{gen}")]
-    bubble = figures["bubble_seconds"] / max(figures["arithmetic_seconds"], 1e-30)
-    # every micro-batch's own costs, over the micro-batches and the fill and drain
-    passes = s.micro_batches * (1 + bubble)
+    own = Roof("the step's multiplies and reading",
+               w.matrix / rate + w.other / chip.flops_per_s,
+               nbytes / chip.bytes_per_s,
+               f"train compute:{gen}", f"train read:{gen}")
+    # the bubble in micro-batches of the slowest stage ((N_pp - 1) / (v N_mb) for even
+    # stages): the other stages' micro-batch times, their collectives included, over
+    # this stage's, so that a stage's own collectives do not stretch it twice
+    mine = figures["arithmetic_seconds"] + math.fsum(
+        v for k, v in figures.get("exposed_communication_seconds", {}).items()
+        if not k.startswith("data-parallel"))
+    bubble = figures["bubble_seconds"] / max(mine, 1e-30)
     tokens_mb = (t.batch // s.micro_batches) * t.seq_len / s.cp
     layers = len(st.layout.blocks)
     linked = s.link is not None
+    pipelined = s.pp > 1
+    device: list = []
+    host: list = []
     if s.tp > 1 and linked:
         kind = _kind(s, "tp")
-        waits = "pipelined" if s.pp > 1 else "alone"
-        terms += [
-            Count("tensor-parallel bytes", passes * tp_seconds(
-                m, _only(s, "bytes"), tokens_mb, layers, 2), f"train tp link:{kind}"),
-            Count("tensor-parallel ring steps",
-                  passes * 2 * 2 * layers * 2 * (s.tp - 1), f"train tp step:{waits}")]
-    if s.pp > 1 and linked:
+        waits = "pipelined" if pipelined else "alone"
+        device.append(Count("tensor-parallel bytes", _tp_seconds(
+            m, s, tokens_mb, layers, chip), f"train tp link:{kind}"))
+        g = groups(s)["tp"]
+        host.append(Count("tensor-parallel ring steps inside a machine",
+                          2 * 2 * layers * 2 * (g.per_machine - 1),
+                          f"train tp step:{waits}"))
+        if g.crosses:
+            host.append(Count("tensor-parallel ring steps between machines",
+                              2 * 2 * layers * 2 * (g.machines - 1),
+                              f"train tp step:{waits}:network"))
+    if pipelined and linked:
         kind = _kind(s, "pp")
-        terms += [
-            Count("pipeline send bytes", passes * pp_seconds(
+        device += [
+            Count("pipeline send bytes", pp_seconds(
                 m, _only(s, "bytes"), tokens_mb, 2), f"train pp link:{kind}"),
-            Count("pipeline send latency", passes * pp_seconds(
+            Count("pipeline send latency", pp_seconds(
                 m, _only(s, "latency"), tokens_mb, 2), f"train pp latency:{kind}")]
+    if pipelined:  # the blocking receive: its metadata, then the data, host waiting
+        host.append(Count("a fixed time a slot", 1.0,
+                          f"train pp slot:{_kind(s, 'pp')}"))
+    host.append(Count("a fixed time a layer", layers,
+                      f"train pp layer:{gen}" if pipelined else f"train layer:{gen}"))
+    step: list = []
     if s.dp > 1 and linked:
-        grads = math.fsum(dp_seconds(st, s, whole).values())
-        terms.append(Count("data-parallel gradients", grads,
-                           f"train dp link:{_kind(s, 'dp')}"))
-    terms.append(Count("a fixed time a layer and micro-batch", passes * layers,
-                       f"train layer:{gen}"))
-    terms.append(Count("a fixed time a step", 1.0, f"train fixed:{gen}"))
+        dp = _dp_seconds(st, s, whole, chip)
+        kind = _kind(s, "dp")
+        gather = dp.pop("weight all-gather", 0.0)
+        step.append(Count("data-parallel gradients", math.fsum(dp.values()),
+                          f"train dp link:{kind}"))
+        if gather:  # after the optimizer's step: nothing to hide under
+            step.append(Count("data-parallel weight gather", gather,
+                              f"train dp gather:{kind}"))
+    step.append(Count("a fixed time a step", 1.0, f"train fixed:{gen}"))
     per_chip = figures["tokens_per_s"] / s.devices
     tokens = t.batch * t.seq_len * s.dp / s.devices
-    return TrainingParts(per_chip, tokens, tuple(terms), bubble)
+    return TrainingParts(per_chip, tokens, own, tuple(device), tuple(host),
+                         tuple(step), s.micro_batches * (1 + bubble), s.micro_batches,
+                         pipelined, bubble)
+
+
+def _sum(terms, fr: Fractions) -> float:
+    return math.fsum(c.value * fr.value(c.key.replace("{engine}", "any"))
+                     for c in terms)
 
 
 def training_step_seconds(p: TrainingParts, fr: Fractions | None = None) -> float:
-    """Expected seconds of one step."""
+    """Expected seconds of one step: its micro-batch slots, each the stage's own
+    share and its device costs with the schedule's fixed times (added alone, the
+    longer of the two in a pipeline), and the step's own costs."""
     fr = fr or fractions()
-    own = p.terms[0]
-    compute = max(own.arith_s * fr.value(own.arith_key),
-                  own.read_s * fr.value(own.read_key)) * (1 + p.bubble)
-    rest = math.fsum(c.value * fr.value(c.key.replace("{engine}", "any"))
-               for c in p.terms[1:])
-    return compute + rest
+    own = max(p.own.arith_s * fr.value(p.own.arith_key),
+              p.own.read_s * fr.value(p.own.read_key))
+    device = own / p.micro_batches + _sum(p.device, fr)
+    host = _sum(p.host, fr)
+    slot = max(device, host) if p.pipelined else device + host
+    return p.slots * slot + _sum(p.step, fr)
 
 
 def training_tokens_per_s(p: TrainingParts, fr: Fractions | None = None) -> float:

@@ -33,7 +33,7 @@ rank 0, which is tensor, data and pipeline rank 0: the first pipeline stage
   buffer for every parameter, whole under ZeRO-1, which splits the float32 master copy
   and AdamW's moments (``FP32GradientAccumulator``; ``gradients=both``);
 - the layers placed on the pipeline stages by cost, the output head's vocab x width
-  counted (``build_model``; ``pp_balance=cost``), under 1F1B, whose first stage holds
+  counted (``build_model``; ``pp_layers=nanotron``), under 1F1B, whose first stage holds
   min(pp, GradAcc) micro-batches' activations at its peak (``engine.py``);
 - flash-attention (no grid kept), no recomputation (``recompute_layer`` False), the
   vocabulary-parallel loss (``_ShardedCrossEntropy``; ``loss=vocab-parallel``), and
@@ -215,7 +215,8 @@ def training_rows(text: str | None = None) -> list[dict]:
             "chip": "h100-sxm", "seq_len": "4096", "batch": str(mbs * acc),
             "micro_batches": str(acc), "tp": r["TP"], "pp": r["PP"],
             "devices": r["DP"], "zero_stage": r["ZeRO"], "gradients": "both",
-            "pp_balance": "cost", "loss": "vocab-parallel", "kv_twice": "true",
+            "pp_layers": "nanotron" if r["PP"] != "1" else "",
+            "loss": "vocab-parallel", "kv_twice": "true",
             "gathered_inputs": PLAYBOOK_GATHERED_INPUTS,
             "measured_tokens_per_s_per_chip": r["tok/s/gpu"] if done else "",
             "measured_mfu": f"{float(r['MFU']) / 100:.6g}" if done else "",

@@ -6,7 +6,10 @@ others (``HELD_OUT``). Run it to rewrite ``estimate/data/fractions.json``:
 
 Each value is found by coordinate descent on the mean absolute log error of the
 fitted runs' time between tokens and time to the first token (and, for training,
-tokens a second), every kernel's fraction of peak held at most 1. It is
+tokens a second), every kernel's fraction of peak held at most 1. Training is priced
+as ``estimate.training`` prices it: micro-batch slots, each the stage's own share and
+its device costs with the schedule's fixed times (added; the longer of the two in a
+pipeline), and the step's own costs. It is
 deterministic: the same runs give the same file, its values rounded to four
 significant figures. It needs numpy (the calculator itself does not).
 
@@ -16,7 +19,8 @@ times and waits) to the times to the first token, then the share of prompt passe
 decode step waits for again; so the first token's terms cannot pull the decode
 step's fractions. The serving runs with attention data parallel are checked (their
 errors count among the held-out models' and their regimes') but not fitted: fitted,
-they pull the other runs' fractions away.
+they pull the other runs' fractions away. Training runs taken for failed jobs (a
+run five times slower than its twins: ``failed_runs``) are checked but not fitted.
 """
 
 from __future__ import annotations
@@ -30,11 +34,12 @@ import numpy as np
 
 from ..estimate.fractions import FRACTIONS_FILE, Fractions, Interval
 from ..estimate.serving import ROUNDS, serving_parts
-from ..estimate.terms import Roof
 from ..estimate.training import training_parts
 from . import conversion, floors
+from .failed import failed_runs
 from .runs import read_runs, write_runs
 from .setup import serving_setup, training_setup
+from .vectors import Vectors, key_index, keys_index
 
 __all__ = ["HELD_OUT", "FITTED", "START", "serving_cases", "training_cases", "fit",
            "main"]
@@ -55,8 +60,9 @@ START = {"compute": 1.6, "read": 1.25, "expert compute": 2.0, "expert read": 1.5
          "first token": 0.02, "first token layer": 2e-4, "queue": 1.0,
          "disaggregated": 2.0, "disaggregated queue": 1.0, "burst": 1.0,
          "train compute": 2.0, "train read": 1.5, "train tp step": 1e-4,
-         "train tp link": 1.0, "train dp link": 1.0, "train pp latency": 1.0,
-         "train pp link": 1.0, "train layer": 1e-3, "train fixed": 0.1}
+         "train tp link": 1.0, "train dp link": 1.0, "train dp gather": 1.0,
+         "train pp latency": 1.0, "train pp link": 1.0, "train layer": 1e-3,
+         "train pp layer": 1e-3, "train pp slot": 1e-3, "train fixed": 0.1}
 """Where the descent starts, by the key's first part."""
 
 LOWEST = {"compute": 1.0, "read": 1.0, "expert compute": 1.0, "expert read": 1.0,
@@ -113,9 +119,12 @@ def serving_cases() -> list[Case]:
 
 
 def training_cases() -> list[Case]:
-    """Every measured training run's tokens a second a chip."""
+    """Every measured training run's tokens a second a chip (the failed jobs,
+    ``failed_runs``, checked but not fitted)."""
     out = []
-    for run in read_runs(write_runs(conversion.training_rows())):
+    runs = read_runs(write_runs(conversion.training_rows()))
+    failed = failed_runs(runs)
+    for run in runs:
         if run.refused or "tokens_per_s_per_chip" not in run.measured:
             continue
         try:
@@ -126,50 +135,9 @@ def training_cases() -> list[Case]:
         p = training_parts(t, figures)
         out.append(Case(run.id, run.options["model"], "tokens_per_s_per_chip",
                         run.measured["tokens_per_s_per_chip"], p,
-                        _regime("tokens_per_s_per_chip", "any"), p.floor))
+                        _regime("tokens_per_s_per_chip", "any"), p.floor,
+                        run.id not in failed))
     return out
-
-
-class Vectors:
-    """The cases' terms as arrays, so that one set of values prices every case at
-    once: each roof's arithmetic and reading with the index of its two values, each
-    count with the index of its value, by the case they belong to."""
-
-    def __init__(self, groups: list[list], keys: dict[str, int], engines: list[str]):
-        roofs, counts = [], []
-        for i, (terms, engine) in enumerate(zip(groups, engines)):
-            for t in terms:
-                if isinstance(t, Roof):
-                    roofs.append((i, t.arith_s, t.read_s, _key(keys, t.arith_key),
-                                  _key(keys, t.read_key)))
-                else:
-                    k = t.key.replace("{engine}", engine)
-                    counts.append((i, t.value, _key(keys, k)))
-        self.n = len(groups)
-        r = np.array(roofs, dtype=float).reshape(-1, 5)
-        c = np.array(counts, dtype=float).reshape(-1, 3)
-        self.r_case, self.r_a, self.r_b = r[:, 0].astype(int), r[:, 1], r[:, 2]
-        self.r_ka, self.r_kb = r[:, 3].astype(int), r[:, 4].astype(int)
-        self.c_case, self.c_v = c[:, 0].astype(int), c[:, 1]
-        self.c_k = c[:, 2].astype(int)
-
-    def seconds(self, theta: np.ndarray) -> np.ndarray:
-        """Each case's seconds at the values ``theta``."""
-        roof = np.maximum(self.r_a * theta[self.r_ka], self.r_b * theta[self.r_kb])
-        out = np.bincount(self.r_case, roof, minlength=self.n)
-        counted = self.c_v * theta[self.c_k]
-        return out + np.bincount(self.c_case, counted, minlength=self.n)
-
-
-def _keys(keys: dict[str, int], pattern: str, engines: list[str]) -> np.ndarray:
-    """The index of ``pattern`` (an f-string of ``e``) for each case's engine."""
-    return np.array([_key(keys, pattern.replace("{e}", e)) for e in engines], dtype=int)
-
-
-def _key(keys: dict[str, int], key: str) -> int:
-    if key not in keys:
-        keys[key] = len(keys)
-    return keys[key]
 
 
 class Model:
@@ -188,15 +156,15 @@ class Model:
         self.prefill = Vectors([list(p.prefill) for p in self.parts], self.keys,
                                engines)
         k = self.keys
-        self.k_interf = _keys(k, "interference:{e}", engines)
-        self.k_first = _keys(k, "first token:{e}", engines)
-        self.k_first_layer = np.array([_key(k, f"first token layer:{e}")
+        self.k_interf = keys_index(k, "interference:{e}", engines)
+        self.k_first = keys_index(k, "first token:{e}", engines)
+        self.k_first_layer = np.array([key_index(k, f"first token layer:{e}")
                                        for e in engines], dtype=int)
         self.layers = np.array([p.layers for p in self.parts], dtype=float)
-        self.k_queue = _keys(k, "queue:{e}", engines)
-        self.k_dis = _keys(k, "disaggregated:any", engines)
-        self.k_dis_queue = _keys(k, "disaggregated queue:any", engines)
-        self.k_burst = _keys(k, "burst:{e}", engines)
+        self.k_queue = keys_index(k, "queue:{e}", engines)
+        self.k_dis = keys_index(k, "disaggregated:any", engines)
+        self.k_dis_queue = keys_index(k, "disaggregated queue:any", engines)
+        self.k_burst = keys_index(k, "burst:{e}", engines)
         self.prompt = np.array([p.prompt for p in self.parts], dtype=float)
         self.step_tokens = np.array([p.step_tokens for p in self.parts], dtype=float)
         self.clients = np.array([p.clients for p in self.parts], dtype=float)
@@ -207,14 +175,19 @@ class Model:
         self.dis = np.array([p.disaggregated for p in self.parts])
         training = [c for c in cases if c.quantity == "tokens_per_s_per_chip"]
         self.train_parts = [c.parts for c in training]
-        self.train = Vectors([list(p.terms[1:]) for p in self.train_parts], self.keys,
-                             ["any"] * len(training))
-        own = [p.terms[0] for p in self.train_parts]
+        anys = ["any"] * len(training)
+        self.t_device = Vectors([list(p.device) for p in self.train_parts], self.keys,
+                                anys)
+        self.t_host = Vectors([list(p.host) for p in self.train_parts], self.keys, anys)
+        self.t_step = Vectors([list(p.step) for p in self.train_parts], self.keys, anys)
+        own = [p.own for p in self.train_parts]
         self.t_a = np.array([o.arith_s for o in own])
         self.t_b = np.array([o.read_s for o in own])
-        self.t_ka = np.array([_key(k, o.arith_key) for o in own], dtype=int)
-        self.t_kb = np.array([_key(k, o.read_key) for o in own], dtype=int)
-        self.t_bubble = np.array([p.bubble for p in self.train_parts])
+        self.t_ka = np.array([key_index(k, o.arith_key) for o in own], dtype=int)
+        self.t_kb = np.array([key_index(k, o.read_key) for o in own], dtype=int)
+        self.t_slots = np.array([p.slots for p in self.train_parts])
+        self.t_mb = np.array([p.micro_batches for p in self.train_parts], dtype=float)
+        self.t_pipelined = np.array([p.pipelined for p in self.train_parts], dtype=bool)
         self.t_tokens = np.array([p.tokens for p in self.train_parts])
         self.index = np.array([where.get(id(c.parts), -1) for c in cases])
         self.quantity = [c.quantity for c in cases]
@@ -249,7 +222,10 @@ class Model:
                 out[i] = ttft[self.index[i]]
         if len(self.train_parts):
             own = np.maximum(self.t_a * theta[self.t_ka], self.t_b * theta[self.t_kb])
-            steps = own * (1 + self.t_bubble) + self.train.seconds(theta)
+            device = own / self.t_mb + self.t_device.seconds(theta)
+            host = self.t_host.seconds(theta)
+            slot = np.where(self.t_pipelined, np.maximum(device, host), device + host)
+            steps = self.t_slots * slot + self.t_step.seconds(theta)
             rate = self.t_tokens / steps
             mask = np.array([q == "tokens_per_s_per_chip" for q in self.quantity])
             out[mask] = rate[self.train_index[mask]]
@@ -432,6 +408,8 @@ def main(argv: list[str] | None = None) -> int:
                 err = np.abs(pred[sel] - measured[sel]) / measured[sel]
                 print(f"{q:<24} {name:<9} runs {int(sel.sum()):>5}  median abs error "
                       f"{np.median(err):.1%}")
+    failed = sum(c.quantity == "tokens_per_s_per_chip" and not c.fitted for c in cases)
+    print(f"training runs taken for failed jobs (failed_runs), not fitted: {failed}")
     print(f"wrote {FRACTIONS_FILE}")
     return 0
 

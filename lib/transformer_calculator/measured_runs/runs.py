@@ -49,10 +49,12 @@ OPTIONS = (
     "optimizer", "gradients", "fp32_gradients", "devices", "engine", "engine_version",
     "attention_dp", "prefill_tp", "prefill_ep", "prefill_attention_dp",
     "prefill_workers", "decode_workers",
-    "gpu_memory_utilization", "block_size", "interconnect", "pp_balance",
+    "gpu_memory_utilization", "block_size", "interconnect", "pp_layers",
     "loss", "gathered_inputs", "kv_twice",
 )
-"""The option columns a run may carry (``devices`` is ``train``'s name for ``dp``)."""
+"""The option columns a run may carry (``devices`` is ``train``'s name for ``dp``;
+``pp_layers`` each stage's layers, comma-separated, or ``nanotron``: as nanotron
+cuts them)."""
 
 _OTHER = ("id", "command", "refused")
 

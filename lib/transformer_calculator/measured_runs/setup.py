@@ -20,17 +20,10 @@ from ..counting.training import GRADIENTS, LOSSES, OPTIMIZERS, Training
 from .runs import Run
 
 __all__ = ["ServingSetup", "TrainingSetup", "serving_setup", "training_setup",
-           "ENGINES", "PP_BALANCES"]
+           "ENGINES"]
 
 ENGINES = ("vllm", "sglang", "trtllm")
 """Serving engines a run may name."""
-
-PP_BALANCES = ("even", "cost")
-"""How a training run's layers are placed on its pipeline stages: as even as they
-go (``checks.stage_layers``), or by cost as nanotron does
-(``checks.cost_balanced_stage_layers``: the output head's cost counted, so the
-first stage holds more layers)."""
-
 
 @dataclass(frozen=True)
 class ServingSetup:
@@ -177,6 +170,21 @@ def _flag(run: Run, name: str) -> bool:
     return text in ("true", "1", "yes")
 
 
+def _stage_layers(run: Run, model: Model, pp: int) -> tuple[int, ...] | None:
+    """The option ``pp_layers``: nothing (the calculator's own cut), ``nanotron`` or
+    the layers of each stage, comma-separated."""
+    text = run.options.get("pp_layers")
+    if not text or pp == 1:
+        return None
+    if text == "nanotron":
+        return cost_balanced_stage_layers(model, pp)
+    try:
+        return tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise ValueError(f"pp_layers must be nanotron or whole numbers, got "
+                         f"{text!r}") from None
+
+
 def training_setup(run: Run) -> TrainingSetup:
     """The training run ``run`` as counted, or a ValueError naming the option that
     cannot be taken."""
@@ -195,9 +203,10 @@ def training_setup(run: Run) -> TrainingSetup:
         gathered_inputs=_flag(run, "gathered_inputs"),
         kv_twice=_flag(run, "kv_twice"))
     split = _split(run, model, c, "tp", "ep", devices)
-    balance = _choice(run, "pp_balance", PP_BALANCES) or "even"
-    split = dataclasses.replace(
-        split, micro_batches=_whole(run, "micro_batches", 1),
-        stage_layers=cost_balanced_stage_layers(model, split.pp)
-        if balance == "cost" and split.pp > 1 else None)
+    split = dataclasses.replace(split, micro_batches=_whole(run, "micro_batches", 1),
+                                stage_layers=_stage_layers(run, model, split.pp))
+    try:
+        check_split(model, split)
+    except ValueError as err:
+        raise ValueError(str(err).removeprefix("argument ")) from None
     return TrainingSetup(model=model, chip=c, training=t, split=split, notes=notes)

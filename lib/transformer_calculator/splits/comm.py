@@ -29,6 +29,7 @@ from .links import collective_time, send_seconds
 from .plan import Split
 
 __all__ = ["tp_seconds", "ep_seconds", "cp_seconds", "pp_seconds", "dp_seconds",
+           "dp_arrays",
            "zero3_seconds", "gradient_bytes_a_number", "kv_bytes_per_position"]
 
 
@@ -100,20 +101,25 @@ def gradient_bytes_a_number(model: Model, t: Training) -> int:
     return 4 if t.gradients in ("fp32", "both") else model.bytes_per_number
 
 
-def dp_seconds(st: Model, s: Split, t: Training) -> dict[str, float]:
-    """Seconds of one stage's data-parallel collectives once a step, by collective
-    (ZeRO 3's are per micro-batch: ``zero3_seconds``)."""
+def dp_arrays(st: Model, s: Split, t: Training) -> dict[str, tuple[str, float]]:
+    """One stage's data-parallel collectives once a step, by name: each one's
+    collective and its array's bytes (ZeRO 3's are per micro-batch:
+    ``zero3_seconds``)."""
     if s.dp == 1 or t.zero_stage == 3:
         return {}
     n = trainable_parameters(st, t)
     grads = n * gradient_bytes_a_number(st, t)
     if t.zero_stage == 0:
-        return {"gradient all-reduce": collective_time(s, "dp", "all-reduce", grads)}
-    weights = n * st.bytes_per_number
-    return {
-        "gradient reduce-scatter": collective_time(s, "dp", "reduce-scatter", grads),
-        "weight all-gather": collective_time(s, "dp", "all-gather", weights),
-    }
+        return {"gradient all-reduce": ("all-reduce", grads)}
+    return {"gradient reduce-scatter": ("reduce-scatter", grads),
+            "weight all-gather": ("all-gather", n * st.bytes_per_number)}
+
+
+def dp_seconds(st: Model, s: Split, t: Training) -> dict[str, float]:
+    """Seconds of one stage's data-parallel collectives once a step, by collective
+    (ZeRO 3's are per micro-batch: ``zero3_seconds``)."""
+    return {k: collective_time(s, "dp", c, x)
+            for k, (c, x) in dp_arrays(st, s, t).items()}
 
 
 def zero3_seconds(st: Model, s: Split, t: Training) -> float:
