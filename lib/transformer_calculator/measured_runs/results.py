@@ -20,6 +20,7 @@ from pathlib import Path
 from .check import check_runs
 from .conversion import serving_rows, training_rows
 from .fit import HELD_OUT
+from .failed import failed_runs
 from .floors import training_figures
 from .runs import read_runs, write_runs
 from .setup import training_setup
@@ -103,6 +104,7 @@ def results() -> dict:
                       "summary": _rounded(summary(rows)),
                       "held_out_summary": _rounded(summary(rows, held))}
     out["training"]["memory"] = _memory(checked["training"], training_runs, held)
+    out["training"]["failed_jobs"] = sorted(failed_runs(training_runs))
     return out
 
 
