@@ -6,9 +6,10 @@ Each value is named by a key: ``compute:{architecture}:{bf16|fp8|fp4}`` and
 step), ``prefill compute:...`` and ``prefill expert compute:...`` (a prompt's pass:
 the dense matrices and the routed experts), ``expert read:...`` (the experts' reading
 in a prompt's pass), ``attention compute:...`` and ``attention read:...`` (attention
-over a prompt or a cache), each the inverse of the fraction of peak reached (at least
-1); ``layer:{engine}`` and ``step:{engine}`` (seconds a layer and a step that no roof
-holds), ``prefill expert:{engine}`` (seconds an expert a layer a prompt reaches),
+over a cache, and the reading of a prompt's), ``prefill attention compute:...`` (the
+arithmetic of attention over a prompt: many queries at once), each the inverse of
+the fraction of peak reached (at least 1); ``layer:{engine}`` and ``step:{engine}``
+(seconds a layer and a step that no roof holds), ``prefill expert:{engine}`` (seconds an expert a layer a prompt reaches),
 ``latency:{link}`` and ``link:{link}`` (multiples of the published step latency and
 of the link's bytes a second), the request's terms (``interference``: the share of
 prompt passes a decode step waits for; ``first token`` and ``first token layer``:

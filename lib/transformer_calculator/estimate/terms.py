@@ -157,7 +157,7 @@ def prefill_terms(model: Model, chip: Chip, tokens: int) -> list:
     pairs = model.layout.prefill_pair_flops(tokens)
     written = cache_bytes(model, tokens) / chip.bytes_per_s
     attention = Roof("attention over the prompt", pairs / chip.flops_per_s, written,
-                     f"attention compute:{gen}", f"attention read:{gen}")
+                     f"prefill attention compute:{gen}", f"attention read:{gen}")
     arith, read = prefill_limits(model, chip, tokens, 1)
     rest = _rest("norms, biases and routers", arith, read, [*roofs, attention], gen)
     layers = len(model.layout.blocks)
