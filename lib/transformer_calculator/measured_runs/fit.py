@@ -49,9 +49,8 @@ Qwen3.5 and GLM-5 whole (Gated DeltaNet and sparse attention are then tested uns
 
 START = {"compute": 1.6, "read": 1.25, "expert compute": 2.0, "expert read": 1.5,
          "prefill compute": 1.6, "prefill expert compute": 2.0,
-         "prefill expert": 1e-5,
+         "prefill expert": 1e-5, "prefill attention compute": 2.0,
          "attention compute": 2.0, "attention read": 1.5,
-         "prefill attention compute": 2.0,
          "layer": 2e-5, "step": 1e-3, "latency": 1.0, "link": 1.5, "interference": 1.0,
          "first token": 0.02, "first token layer": 2e-4, "queue": 1.0,
          "disaggregated": 2.0, "disaggregated queue": 1.0, "burst": 1.0,
@@ -63,8 +62,7 @@ START = {"compute": 1.6, "read": 1.25, "expert compute": 2.0, "expert read": 1.5
 LOWEST = {"compute": 1.0, "read": 1.0, "expert compute": 1.0, "expert read": 1.0,
           "prefill compute": 1.0, "prefill expert compute": 1.0,
           "attention compute": 1.0, "attention read": 1.0,
-          "prefill attention compute": 1.0,
-          "train compute": 1.0, "train read": 1.0}
+          "train compute": 1.0, "train read": 1.0, "prefill attention compute": 1.0}
 """Bounds below: a kernel never beats its roof (a fraction of peak at most 1)."""
 
 HIGHEST: dict[str, float] = {}
