@@ -102,8 +102,7 @@ def serving_cases() -> list[Case]:
             continue
         p = serving_parts(s.stages, s.prefill_stages, s.chip, s.split, s.prefill_split,
                           s.prompt, s.answer, b, s.engine, s.disaggregated,
-                          s.engine_version,
-                          s.decode_copies, s.prefill_copies)
+                          s.engine_version, s.decode_copies, s.prefill_copies)
         regime_engine = "disaggregated" if s.disaggregated else p.engine
         plain = s.split.dp == 1 and s.prefill_split.dp == 1
         for q, floor in (("tpot_ms", floor_tpot), ("ttft_ms", floor_ttft)):
@@ -132,11 +131,12 @@ def training_cases() -> list[Case]:
 
 class Vectors:
     """The cases' terms as arrays, so that one set of values prices every case at
-    once: each roof's arithmetic and reading with the index of its two values, each
-    count with the index of its value, by the case they belong to."""
+    once: each roof's two times (the larger counts, or both if ``summed``) and each
+    count, with the index of its values, by the case they belong to."""
 
-    def __init__(self, groups: list[list], keys: dict[str, int], engines: list[str]):
-        roofs, counts = [], []
+    def __init__(self, groups: list[list], keys: dict[str, int], engines: list[str],
+                 summed: bool = False):
+        roofs, counts, self.summed = [], [], summed
         for i, (terms, engine) in enumerate(zip(groups, engines)):
             for t in terms:
                 if isinstance(t, Roof):
@@ -150,12 +150,13 @@ class Vectors:
         c = np.array(counts, dtype=float).reshape(-1, 3)
         self.r_case, self.r_a, self.r_b = r[:, 0].astype(int), r[:, 1], r[:, 2]
         self.r_ka, self.r_kb = r[:, 3].astype(int), r[:, 4].astype(int)
-        self.c_case, self.c_v = c[:, 0].astype(int), c[:, 1]
-        self.c_k = c[:, 2].astype(int)
+        self.c_case, self.c_v, self.c_k = (c[:, 0].astype(int), c[:, 1],
+                                           c[:, 2].astype(int))
 
     def seconds(self, theta: np.ndarray) -> np.ndarray:
         """Each case's seconds at the values ``theta``."""
-        roof = np.maximum(self.r_a * theta[self.r_ka], self.r_b * theta[self.r_kb])
+        a, b = self.r_a * theta[self.r_ka], self.r_b * theta[self.r_kb]
+        roof = a + b if self.summed else np.maximum(a, b)
         out = np.bincount(self.r_case, roof, minlength=self.n)
         counted = self.c_v * theta[self.c_k]
         return out + np.bincount(self.c_case, counted, minlength=self.n)
@@ -186,12 +187,11 @@ class Model:
         engines = [p.engine for p in self.parts]
         self.step = Vectors([list(p.step) for p in self.parts], self.keys, engines)
         self.prefill = Vectors([list(p.prefill) for p in self.parts], self.keys,
-                               engines)
+                               engines, summed=True)
         k = self.keys
         self.k_interf = _keys(k, "interference:{e}", engines)
         self.k_first = _keys(k, "first token:{e}", engines)
-        self.k_first_layer = np.array([_key(k, f"first token layer:{e}")
-                                       for e in engines], dtype=int)
+        self.k_first_layer = _keys(k, "first token layer:{e}", engines)
         self.layers = np.array([p.layers for p in self.parts], dtype=float)
         self.k_queue = _keys(k, "queue:{e}", engines)
         self.k_dis = _keys(k, "disaggregated:any", engines)
