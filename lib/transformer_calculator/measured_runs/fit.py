@@ -4,11 +4,10 @@ others (``HELD_OUT``). Run it to rewrite ``estimate/data/fractions.json``:
 
     python -m transformer_calculator.measured_runs.fit
 
-Each value is found by coordinate descent on the mean absolute log error of the
-fitted runs' time between tokens and time to the first token (and, for training,
-tokens a second), every kernel's fraction of peak held at most 1. It is
-deterministic: the same runs give the same file, its values rounded to four
-significant figures. It needs numpy (the calculator itself does not).
+Each value is found by coordinate descent on the mean absolute log error of the fitted
+runs' time between tokens and time to the first token (and, for training, tokens a
+second), every kernel's fraction of peak held at most 1. It is deterministic (the same
+runs give the same file, its values to four significant figures) and needs numpy.
 
 Serving is fitted in three stages (``_serving_fit``): the values a decode step uses
 to the times between tokens, then the rest (a prompt's pass, the first token's fixed
@@ -49,8 +48,8 @@ Qwen3.5 and GLM-5 whole (Gated DeltaNet and sparse attention are then tested uns
 
 START = {"compute": 1.6, "read": 1.25, "expert compute": 2.0, "expert read": 1.5,
          "prefill compute": 1.6, "prefill expert compute": 2.0,
-         "prefill expert": 1e-5, "prefill attention compute": 2.0,
-         "attention compute": 2.0, "attention read": 1.5,
+         "prefill expert": 1e-5, "prefill attention compute": 2.0, "prefill read": 1.25,
+         "attention compute": 2.0, "attention read": 1.5, "prefill attention read": 1.5,
          "layer": 2e-5, "step": 1e-3, "latency": 1.0, "link": 1.5, "interference": 1.0,
          "first token": 0.02, "first token layer": 2e-4, "queue": 1.0,
          "disaggregated": 2.0, "disaggregated queue": 1.0, "burst": 1.0,
@@ -59,10 +58,11 @@ START = {"compute": 1.6, "read": 1.25, "expert compute": 2.0, "expert read": 1.5
          "train pp link": 1.0, "train layer": 1e-3, "train fixed": 0.1}
 """Where the descent starts, by the key's first part."""
 
-LOWEST = {"compute": 1.0, "read": 1.0, "expert compute": 1.0, "expert read": 1.0,
-          "prefill compute": 1.0, "prefill expert compute": 1.0,
-          "attention compute": 1.0, "attention read": 1.0,
-          "train compute": 1.0, "train read": 1.0, "prefill attention compute": 1.0}
+LOWEST = dict.fromkeys(("compute", "read", "expert compute", "expert read",
+                        "prefill compute", "prefill expert compute", "prefill read",
+                        "train compute", "train read", "attention compute",
+                        "attention read", "prefill attention compute",
+                        "prefill attention read"), 1.0)
 """Bounds below: a kernel never beats its roof (a fraction of peak at most 1)."""
 
 HIGHEST: dict[str, float] = {}
