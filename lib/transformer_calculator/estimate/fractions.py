@@ -6,14 +6,17 @@ Each value is named by a key: ``compute:{architecture}:{bf16|fp8|fp4}`` and
 step), ``prefill compute:...`` and ``prefill expert compute:...`` (a prompt's pass:
 the dense matrices and the routed experts), ``expert read:...`` (the experts' reading
 in a prompt's pass), ``attention compute:...`` and ``attention read:...`` (attention
-over a prompt or a cache), each the inverse of the fraction of peak reached (at least
-1); ``layer:{engine}`` and ``step:{engine}`` (seconds a layer and a step that no roof
-holds), ``prefill expert:{engine}`` (seconds an expert a layer a prompt reaches),
-``latency:{link}`` and ``link:{link}`` (multiples of the published step latency and
-of the link's bytes a second), the request's terms (``interference``: the share of
-prompt passes a decode step waits for; ``first token`` and ``first token layer``:
-seconds a request and a layer; ``queue`` and ``burst``: multiples of the closed
-loop's wait and of the first round's, ``estimate/serving.py``; ``disaggregated`` and
+over a cache), ``prefill attention compute:...`` and ``prefill attention read:...``
+(attention over a prompt: many queries at once, and its cache's writing),
+``prefill read:...`` (a prompt's pass's reading of its dense weights), each the
+inverse of the fraction of peak reached (at least 1); ``layer:{engine}`` and
+``step:{engine}`` (seconds a layer and a step that no roof holds),
+``prefill expert:{engine}`` (seconds an expert a layer a prompt reaches),
+``latency:{link}`` and ``link:{link}`` (multiples of the published step latency and of
+the link's bytes a second), the request's terms (``interference``: the share of prompt
+passes a decode step waits for; ``first token`` and ``first token layer``: seconds a
+request and a layer; ``queue`` and ``burst``: multiples of the closed loop's wait and
+of the first round's, ``estimate/serving.py``; ``disaggregated`` and
 ``disaggregated queue``: multiples of the prompt workers' pass and of their queue's
 wait), and training's
 (``train compute``, ``train read``; ``train tp link``, ``train pp link``,

@@ -3,6 +3,9 @@ peak (``fractions.py``), beside the floor it can never beat.
 
 - a decode step: every kernel of every pipeline stage on its own roof (``terms.py``),
   a fixed time a layer and a step, and the collectives between devices;
+- a prompt's pass: the same terms, but each kernel's reading and arithmetic one
+  after the other (``pass_seconds``: at a prompt's sizes the kernels hide little of
+  the smaller time under the larger, as the measured first tokens say);
 - time between tokens: the mean decode step of the conversations running at once,
   plus the share of the other requests' prompt passes each step waits for (a closed
   loop of ``batch`` requests starts ``batch / answer`` new prompts a step, and an
@@ -45,7 +48,8 @@ from .fractions import Fractions, fractions
 from .terms import (Count, Roof, collective_terms, decode_terms, prefill_terms)
 
 __all__ = ["Estimate", "ServingParts", "serving_parts", "term_seconds",
-           "step_seconds", "prefill_seconds", "tpot_seconds", "ttft_seconds",
+           "step_seconds", "pass_seconds", "prefill_seconds", "tpot_seconds",
+           "ttft_seconds",
            "engine_capacity", "ENGINE_MEMORY", "STEP_TOKENS", "ROUNDS",
            "step_tokens", "queue_wait", "burst_wait"]
 
@@ -192,9 +196,18 @@ def step_seconds(p: ServingParts, fr: Fractions) -> float:
     return math.fsum(term_seconds(t, fr, p.engine) for t in p.step)
 
 
+def pass_seconds(term, fr: Fractions, engine: str) -> float:
+    """Seconds of one term of a prompt's pass: a roof's arithmetic and its reading
+    one after the other, as a prompt's kernels barely hide one under the other."""
+    if isinstance(term, Roof):
+        return (term.arith_s * fr.value(term.arith_key)
+                + term.read_s * fr.value(term.read_key))
+    return term_seconds(term, fr, engine)
+
+
 def prefill_seconds(p: ServingParts, fr: Fractions) -> float:
     """Seconds of one prompt's pass."""
-    return math.fsum(term_seconds(t, fr, p.engine) for t in p.prefill)
+    return math.fsum(pass_seconds(t, fr, p.engine) for t in p.prefill)
 
 
 def _value(fr: Fractions, name: str, engine: str) -> float:

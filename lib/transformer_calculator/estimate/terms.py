@@ -101,7 +101,8 @@ def _matrix_roofs(model: Model, chip: Chip, tokens: int, gen: str,
             layers * dequant, layers * touched * nbytes)
     kind = _kind if phase else (lambda name: "")
     return [Roof(name, a, r, f"{phase}{kind(name)}compute:{gen}:{c}",
-                 f"{kind(name)}read:{gen}") for (name, c), (a, r) in groups.items()]
+                 f"{kind(name) or phase}read:{gen}")
+            for (name, c), (a, r) in groups.items()]
 
 
 def _kind(name: str) -> str:
@@ -112,12 +113,12 @@ def _kind(name: str) -> str:
 
 
 def _rest(name: str, total_arith: float, total_read: float, roofs: list[Roof],
-          gen: str) -> Roof:
+          gen: str, phase: str = "") -> Roof:
     """The norms, biases and routers a step also reads and multiplies: what the
     whole step counts beyond its kernels (never below zero)."""
     arith = max(total_arith - math.fsum(r.arith_s for r in roofs), 0.0)
     read = max(total_read - math.fsum(r.read_s for r in roofs), 0.0)
-    return Roof(name, arith, read, f"compute:{gen}:bf16", f"read:{gen}")
+    return Roof(name, arith, read, f"compute:{gen}:bf16", f"{phase}read:{gen}")
 
 
 def decode_terms(model: Model, chip: Chip, context: int, batch: int) -> list:
@@ -157,9 +158,11 @@ def prefill_terms(model: Model, chip: Chip, tokens: int) -> list:
     pairs = model.layout.prefill_pair_flops(tokens)
     written = cache_bytes(model, tokens) / chip.bytes_per_s
     attention = Roof("attention over the prompt", pairs / chip.flops_per_s, written,
-                     f"attention compute:{gen}", f"attention read:{gen}")
+                     f"prefill attention compute:{gen}",
+                     f"prefill attention read:{gen}")
     arith, read = prefill_limits(model, chip, tokens, 1)
-    rest = _rest("norms, biases and routers", arith, read, [*roofs, attention], gen)
+    rest = _rest("norms, biases and routers", arith, read, [*roofs, attention], gen,
+                 "prefill ")
     layers = len(model.layout.blocks)
     experts = sum(n * e.touched(tokens) for e, n in expert_kinds(model.layout))
     return [*roofs, attention, rest,

@@ -54,8 +54,8 @@ Qwen3.5 and GLM-5 whole (Gated DeltaNet and sparse attention are then tested uns
 
 START = {"compute": 1.6, "read": 1.25, "expert compute": 2.0, "expert read": 1.5,
          "prefill compute": 1.6, "prefill expert compute": 2.0,
-         "prefill expert": 1e-5,
-         "attention compute": 2.0, "attention read": 1.5,
+         "prefill expert": 1e-5, "prefill attention compute": 2.0, "prefill read": 1.25,
+         "attention compute": 2.0, "attention read": 1.5, "prefill attention read": 1.5,
          "layer": 2e-5, "step": 1e-3, "latency": 1.0, "link": 1.5, "interference": 1.0,
          "first token": 0.02, "first token layer": 2e-4, "queue": 1.0,
          "disaggregated": 2.0, "disaggregated queue": 1.0, "burst": 1.0,
@@ -65,10 +65,11 @@ START = {"compute": 1.6, "read": 1.25, "expert compute": 2.0, "expert read": 1.5
          "train pp layer": 1e-3, "train pp slot": 1e-3, "train fixed": 0.1}
 """Where the descent starts, by the key's first part."""
 
-LOWEST = {"compute": 1.0, "read": 1.0, "expert compute": 1.0, "expert read": 1.0,
-          "prefill compute": 1.0, "prefill expert compute": 1.0,
-          "attention compute": 1.0, "attention read": 1.0,
-          "train compute": 1.0, "train read": 1.0}
+LOWEST = dict.fromkeys(("compute", "read", "expert compute", "expert read",
+                        "prefill compute", "prefill expert compute", "prefill read",
+                        "train compute", "train read", "attention compute",
+                        "attention read", "prefill attention compute",
+                        "prefill attention read"), 1.0)
 """Bounds below: a kernel never beats its roof (a fraction of peak at most 1)."""
 
 HIGHEST: dict[str, float] = {}
@@ -108,8 +109,7 @@ def serving_cases() -> list[Case]:
             continue
         p = serving_parts(s.stages, s.prefill_stages, s.chip, s.split, s.prefill_split,
                           s.prompt, s.answer, b, s.engine, s.disaggregated,
-                          s.engine_version,
-                          s.decode_copies, s.prefill_copies)
+                          s.engine_version, s.decode_copies, s.prefill_copies)
         regime_engine = "disaggregated" if s.disaggregated else p.engine
         plain = s.split.dp == 1 and s.prefill_split.dp == 1
         for q, floor in (("tpot_ms", floor_tpot), ("ttft_ms", floor_ttft)):
@@ -154,12 +154,11 @@ class Model:
         engines = [p.engine for p in self.parts]
         self.step = Vectors([list(p.step) for p in self.parts], self.keys, engines)
         self.prefill = Vectors([list(p.prefill) for p in self.parts], self.keys,
-                               engines)
+                               engines, summed=True)
         k = self.keys
         self.k_interf = keys_index(k, "interference:{e}", engines)
         self.k_first = keys_index(k, "first token:{e}", engines)
-        self.k_first_layer = np.array([key_index(k, f"first token layer:{e}")
-                                       for e in engines], dtype=int)
+        self.k_first_layer = keys_index(k, "first token layer:{e}", engines)
         self.layers = np.array([p.layers for p in self.parts], dtype=float)
         self.k_queue = keys_index(k, "queue:{e}", engines)
         self.k_dis = keys_index(k, "disaggregated:any", engines)

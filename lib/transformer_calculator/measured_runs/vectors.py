@@ -9,13 +9,16 @@ from ..estimate.terms import Roof
 
 __all__ = ["Vectors", "key_index", "keys_index"]
 
+
 class Vectors:
     """The cases' terms as arrays, so that one set of values prices every case at
-    once: each roof's arithmetic and reading with the index of its two values, each
-    count with the index of its value, by the case they belong to."""
+    once: each roof's arithmetic and reading with the index of its two values (the
+    larger counts, or both if ``summed``), each count with the index of its value, by
+    the case they belong to."""
 
-    def __init__(self, groups: list[list], keys: dict[str, int], engines: list[str]):
-        roofs, counts = [], []
+    def __init__(self, groups: list[list], keys: dict[str, int], engines: list[str],
+                 summed: bool = False):
+        roofs, counts, self.summed = [], [], summed
         for i, (terms, engine) in enumerate(zip(groups, engines)):
             for t in terms:
                 if isinstance(t, Roof):
@@ -35,7 +38,8 @@ class Vectors:
 
     def seconds(self, theta: np.ndarray) -> np.ndarray:
         """Each case's seconds at the values ``theta``."""
-        roof = np.maximum(self.r_a * theta[self.r_ka], self.r_b * theta[self.r_kb])
+        a, b = self.r_a * theta[self.r_ka], self.r_b * theta[self.r_kb]
+        roof = a + b if self.summed else np.maximum(a, b)
         out = np.bincount(self.r_case, roof, minlength=self.n)
         counted = self.c_v * theta[self.c_k]
         return out + np.bincount(self.c_case, counted, minlength=self.n)
