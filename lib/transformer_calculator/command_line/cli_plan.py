@@ -5,6 +5,7 @@ run: ``--tokens``, ``--seq-len``, ``--global-batch``; or a service: ``--prompt``
 
 from __future__ import annotations
 
+import copy
 import json
 
 from ..reading.inputs import WEIGHT_CHOICES, UsageError, apply_formats, load_model
@@ -172,13 +173,17 @@ def run_plan(args) -> str:
         if kind == "training":
             goal = TrainingGoal(args.tokens, args.seq_len, args.global_batch,
                                 args.optimizer)
-            result = training_plans(chip, space, goal)
+            result = _searched((kind, chip, models, args.chips, args.overlap, goal),
+                               lambda: training_plans(chip, space, goal))
             _price_plans(result["plans"], args, chip, "tokens_per_s_per_chip", 1)
             why = why_training
         else:
             goal = ServingGoal(args.prompt, args.answer, args.rate,
                                args.ttft_ms / 1e3, args.tpot_ms / 1e3, Serving())
-            result = serving_plans(chip, space, goal, args.disaggregated)
+            result = _searched((kind, chip, models, args.chips, args.overlap, goal,
+                                args.disaggregated),
+                               lambda: serving_plans(chip, space, goal,
+                                                     args.disaggregated))
             _price_plans(result["plans"], args, chip, "requests_per_s_per_chip",
                          args.answer)
             why = why_serving
@@ -199,6 +204,22 @@ def run_plan(args) -> str:
     if args.json:
         return json.dumps(result, indent=2, allow_nan=False)
     return "\n".join(_text(result, kind, args))
+
+
+_LAST_SEARCH: dict[str, dict] = {}
+"""The last search's plans, by the text of everything it was given (one entry)."""
+
+
+def _searched(given: tuple, search) -> dict:
+    """A copy of ``search()``'s result, which the last call given the same inputs
+    (the model's whole layout among them) computed already: the page's calculator
+    asks for the text and the JSON of one plan in turn, and a search takes seconds
+    there."""
+    key = repr(given)
+    if key not in _LAST_SEARCH:
+        _LAST_SEARCH.clear()
+        _LAST_SEARCH[key] = search()
+    return copy.deepcopy(_LAST_SEARCH[key])
 
 
 def _ranked_by(kind: str, price) -> str:
