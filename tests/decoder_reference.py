@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from functools import lru_cache
+from unittest import mock
 
 import torch
 
@@ -40,7 +41,11 @@ CHIP_24GIB = Accelerator(flops_per_s=100e12, bytes_per_s=1e12, memory_bytes=24 *
 
 @lru_cache(maxsize=None)
 def _meta_decoder(m: ModelShape) -> Decoder:
-    with torch.device("meta"):
+    """A full-size decoder of shape ``m`` on the meta device (shapes, no numbers). Its
+    embedding's random start is skipped: on the meta device it draws nothing, and
+    PyTorch's meta kernel for ``normal_`` imports its compiler first (1 to 2 s)."""
+    with torch.device("meta"), mock.patch.object(torch.nn.init, "normal_",
+                                                 lambda tensor, *_, **__: tensor):
         return Decoder(m).to(DTYPES[m.bytes_per_number])
 
 
