@@ -23,13 +23,24 @@ from .setup import serving_setup, training_setup
 __all__ = ["check_run", "check_runs", "estimate_refused"]
 
 
+_LEFT_UNKNOWN = {"batch": "each decode worker's batch",
+                 "prefill_workers": "the prompt workers' rate",
+                 "decode_workers": "the requests the prompt workers serve"}
+
+
+def _listed(names) -> str:
+    names = list(names)
+    return ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1]
+
+
 def estimate_refused(unknown: tuple[str, ...]) -> str:
-    """Why a disaggregated run leaving out the options ``unknown`` has floors but no
-    estimate (one line)."""
-    names = ", ".join(unknown[:-1]) + (" and " if len(unknown) > 1 else "") + unknown[-1]
-    return ("the worker counts are not recorded: a disaggregated run without "
-            f"{names} leaves each decode worker's batch and the prompt workers' rate "
-            "unknown (its floors hold whatever they are)")
+    """Why a disaggregated run leaving out the options ``unknown`` (of
+    ``setup.WORKER_COUNTS``) has floors but no estimate (one line)."""
+    head = ("the worker counts are not recorded" if set(unknown) - {"batch"}
+            else "the decode workers' batch is not recorded")
+    return (f"{head}: a disaggregated run without {_listed(unknown)} leaves "
+            f"{_listed(_LEFT_UNKNOWN[n] for n in unknown)} unknown (its floors hold "
+            "whatever they are)")
 
 
 def _figures(est: Estimate, measured: float | None) -> dict:
