@@ -1,6 +1,9 @@
 """Each measured run against the calculator: its floor (the bound no real run beats),
 the estimate with its interval, the measurement and their ratios, or the one-line
-reason it cannot be expressed.
+reason it cannot be expressed. A disaggregated run that does not say its workers'
+counts (``setup.WORKER_COUNTS``) is expressed by its floors alone: each quantity has
+its ``floor``, ``measured`` and the reason its estimate is refused
+(``estimate_refused``) in place of the estimate and its interval.
 
 Times are in milliseconds, rates in tokens a second a chip, memory in GiB, the
 model-flops utilisation a fraction. A run faster than its floor is flagged with the
@@ -17,7 +20,27 @@ from . import floors
 from .runs import Run
 from .setup import serving_setup, training_setup
 
-__all__ = ["check_run", "check_runs"]
+__all__ = ["check_run", "check_runs", "estimate_refused"]
+
+
+_LEFT_UNKNOWN = {"batch": "each decode worker's batch",
+                 "prefill_workers": "the prompt workers' rate",
+                 "decode_workers": "the requests the prompt workers serve"}
+
+
+def _listed(names) -> str:
+    names = list(names)
+    return ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1]
+
+
+def estimate_refused(unknown: tuple[str, ...]) -> str:
+    """Why a disaggregated run leaving out the options ``unknown`` (of
+    ``setup.WORKER_COUNTS``) has floors but no estimate (one line)."""
+    head = ("the worker counts are not recorded" if set(unknown) - {"batch"}
+            else "the decode workers' batch is not recorded")
+    return (f"{head}: a disaggregated run without {_listed(unknown)} leaves "
+            f"{_listed(_LEFT_UNKNOWN[n] for n in unknown)} unknown (its floors hold "
+            "whatever they are)")
 
 
 def _figures(est: Estimate, measured: float | None) -> dict:
@@ -42,8 +65,53 @@ def _why_tpot(s, measured_s: float) -> str:
             "conversations at once than were in flight")
 
 
+_WHY_RATE = ("more tokens a second than the running conversations' decode steps "
+             "allow: the engine ran more at once than fit by this count")
+_WHY_TTFT = ("faster than the prompt's own pass: part of the prompt was cached or "
+             "skipped")
+
+
+def _floor_only(run: Run, s) -> dict:
+    """A run's floors without an estimate: the decode step at ``least_batch`` on one
+    decode worker, the prompt's pass alone on one prompt worker."""
+    batch = floors.least_batch(s)
+    why = estimate_refused(s.unknown)
+    out: dict = {"batch": batch, "estimate_refused": why}
+    for q, floor in (("tpot_ms", floors.tpot_floor(s, batch) * 1e3),
+                     ("ttft_ms", floors.ttft_floor(s) * 1e3)):
+        f = {"floor": floor, "estimate_refused": why,
+             "regime": f"{REGIME_NAMES[q]}, disaggregated", "unit": "ms",
+             "bound": "least"}
+        measured = run.measured.get(q)
+        if measured is not None:
+            f.update(measured=measured, measured_over_floor=measured / floor,
+                     below_floor=bool(measured < floor))
+            if f["below_floor"]:
+                f["why"] = (_why_tpot(s, measured / 1e3) if q == "tpot_ms"
+                            else _WHY_TTFT)
+        out[q] = f
+    rate = run.measured.get("tokens_per_s_per_chip")
+    if rate is not None and s.batch is not None:
+        floor = batch * s.split.dp / (out["tpot_ms"]["floor"] / 1e3) / s.split.devices
+        out["tokens_per_s_per_chip"] = {
+            "floor": floor, "estimate_refused": why, "unit": "tokens/s/chip",
+            "regime": out["tpot_ms"]["regime"], "bound": "most",
+            "measured": rate, "measured_over_floor": rate / floor,
+            "below_floor": bool(rate > floor)}
+        if rate > floor:
+            out["tokens_per_s_per_chip"]["why"] = _WHY_RATE
+    elif rate is not None:
+        out["tokens_per_s_per_chip"] = {
+            "measured": rate, "unit": "tokens/s/chip", "estimate_refused": why,
+            "floor_refused": "no bound without the batch: more conversations a "
+                             "decode worker give more tokens a second"}
+    return out
+
+
 def _serving(run: Run, fr: Fractions) -> dict:
     s = serving_setup(run)
+    if s.unknown:
+        return _floor_only(run, s)
     running = floors.running_batch(s)
     batch = s.batch if s.batch is not None else running
     p = serving_parts(s.stages, s.prefill_stages, s.chip, s.split, s.prefill_split,
@@ -74,10 +142,7 @@ def _serving(run: Run, fr: Fractions) -> dict:
         if out[est.quantity].get("below_floor"):
             out[est.quantity]["why"] = (
                 _why_tpot(s, measured / 1e3) if est.quantity == "tpot_ms" else
-                "faster than the prompt's own pass: part of the prompt was cached or "
-                "skipped" if est.quantity == "ttft_ms" else
-                "more tokens a second than the running conversations' decode steps "
-                "allow: the engine ran more at once than fit by this count")
+                _WHY_TTFT if est.quantity == "ttft_ms" else _WHY_RATE)
     return out
 
 

@@ -103,6 +103,8 @@ def serving_cases() -> list[Case]:
             continue
         try:
             s = serving_setup(run)
+            if s.unknown:  # its workers' counts unknown: floors only, never fitted
+                continue
             b = floors.running_batch(s)
             floor_tpot, floor_ttft = floors.tpot_floor(s, b), floors.ttft_floor(s)
         except ValueError:

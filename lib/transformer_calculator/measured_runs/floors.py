@@ -2,11 +2,14 @@
 calculator's roofline allows, never an estimate.
 
 - time to the first token: the prompt's own pass, alone, on its devices (every other
-  request in flight only adds to it);
+  request in flight only adds to it, and a disaggregated run's prompt workers are
+  counted one: a pass on one worker of its split, with no queue);
 - time between tokens: the mean decode step over the answer, at the run's batch (the
   conversations whose caches fit at once, at most: an engine cannot run more), each
   pipeline stage in turn; the collectives between devices are left out, since an
-  engine may hide them under the arithmetic;
+  engine may hide them under the arithmetic; a disaggregated run that does not say its
+  decode workers' batch is held at one conversation (``least_batch``), the fewest a
+  worker could hold;
 - training: the step ``train`` computes, its tokens a second a chip the most, and its
   model-flops utilisation the most.
 """
@@ -19,7 +22,8 @@ from ..counting.costs import prefill_time
 from ..splits import training_split
 from .setup import ServingSetup, TrainingSetup
 
-__all__ = ["running_batch", "tpot_floor", "ttft_floor", "training_figures"]
+__all__ = ["running_batch", "least_batch", "tpot_floor", "ttft_floor",
+           "training_figures"]
 
 WHOLE_MEMORY = Serving(memory_utilization=1.0, block_size=1)
 """The engine at its most: every byte of the chip's memory for weights and cache."""
@@ -34,6 +38,14 @@ def running_batch(s: ServingSetup) -> int:
         raise ValueError(f"not one conversation of {tokens:,} tokens fits beside the "
                          "weights on a device, by this count")
     return fit if s.batch is None else min(s.batch, fit)
+
+
+def least_batch(s: ServingSetup) -> int:
+    """Conversations a floor-only run's decode step is held at: its batch (at most as
+    many as fit) when given, else 1, the fewest a decode worker could hold, so that
+    the floor holds whatever the number of workers."""
+    running = running_batch(s)  # a ValueError when not one conversation fits
+    return running if s.batch is not None else 1
 
 
 def tpot_floor(s: ServingSetup, batch: int) -> float:

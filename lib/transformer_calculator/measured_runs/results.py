@@ -1,8 +1,10 @@
 """The check of both shipped tables, stored as data for the appendix page
-(``data/results.json``): every expressed run's floor, estimate, interval and
+(``data/results.json``): every estimated run's floor, estimate, interval and
 measurement for each quantity (rounded to six significant figures), whether its model
-was held out of the fit, the runs faster than their floor with their causes, the
-refusals counted by reason, and the summaries (every run, the held-out runs).
+was held out of the fit; apart from them, the runs expressed by their floor alone
+(``floor_only``: floor and measurement, and why the estimate is refused); the runs
+faster than their floor with their causes (both kinds); the refusals counted by
+reason, and the summaries (every run, the held-out runs).
 
     python -m transformer_calculator.measured_runs.results
 
@@ -32,6 +34,8 @@ RESULTS_FILE = Path(__file__).parent / "data" / "results.json"
 """Where the stored check of the shipped tables lives."""
 
 FIELDS = ("floor", "estimate", "low", "high", "measured")
+FLOOR_FIELDS = ("floor", "measured")
+"""The figures stored of a run expressed by its floor alone."""
 
 
 def _six(x: float) -> float:
@@ -88,19 +92,30 @@ def results() -> dict:
                                                       "held_out", *FIELDS]}
     for table, rows in checked.items():
         per: dict[str, list] = {}
+        floor_only: dict[str, list] = {}
         below = []
         for r in rows:
             for q in QUANTITIES:
                 f = r.get(q)
-                if isinstance(f, dict) and "measured" in f:
-                    per.setdefault(q, []).append(
-                        [r["id"], r["model"], r.get("chip"), r.get("engine"),
-                         r["model"] in held, *(_six(f[k]) for k in FIELDS)])
-                    if f.get("below_floor"):
-                        below.append({"id": r["id"], "model": r["model"], "quantity": q,
-                                      "floor": _six(f["floor"]),
-                                      "measured": _six(f["measured"]), "why": f["why"]})
+                if not (isinstance(f, dict) and "measured" in f and "floor" in f):
+                    continue
+                head = [r["id"], r["model"], r.get("chip"), r.get("engine"),
+                        r["model"] in held]
+                alone = "estimate_refused" in f
+                if alone:
+                    floor_only.setdefault(q, []).append(
+                        [*head, *(_six(f[k]) for k in FLOOR_FIELDS)])
+                else:
+                    per.setdefault(q, []).append([*head, *(_six(f[k]) for k in FIELDS)])
+                if f.get("below_floor"):
+                    below.append({"id": r["id"], "model": r["model"], "quantity": q,
+                                  "floor": _six(f["floor"]),
+                                  "measured": _six(f["measured"]), "why": f["why"],
+                                  "floor_only": alone})
         out[table] = {"runs": per, "below_floor": below,
+                      "floor_only": {"columns": ["id", "model", "chip", "engine",
+                                                 "held_out", *FLOOR_FIELDS],
+                                     "runs": floor_only},
                       "summary": _rounded(summary(rows)),
                       "held_out_summary": _rounded(summary(rows, held))}
     out["training"]["memory"] = _memory(checked["training"], training_runs, held)

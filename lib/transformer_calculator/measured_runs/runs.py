@@ -11,7 +11,8 @@ was measured.
 - beside a serving run: ``attention_dp`` (attention split into copies beside expert
   parallel), ``prefill_tp``, ``prefill_ep`` and ``prefill_attention_dp`` (a
   disaggregated run's prompt workers), ``prefill_workers`` and ``decode_workers``
-  (how many of each: the prompt workers serve every decode worker's requests);
+  (how many of each: the prompt workers serve every decode worker's requests; a
+  disaggregated run without them or its ``batch`` gets its floors, not an estimate);
 - what was measured, any of them empty: ``measured_ttft_ms``, ``measured_tpot_ms``,
   ``measured_tokens_per_s_per_chip``, ``measured_mfu`` (a fraction),
   ``measured_memory_gib`` (the peak of the first pipeline stage's device, GiB);

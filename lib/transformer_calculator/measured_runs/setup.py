@@ -20,10 +20,14 @@ from ..counting.training import GRADIENTS, LOSSES, OPTIMIZERS, Training
 from .runs import Run
 
 __all__ = ["ServingSetup", "TrainingSetup", "serving_setup", "training_setup",
-           "ENGINES"]
+           "ENGINES", "WORKER_COUNTS"]
 
 ENGINES = ("vllm", "sglang", "trtllm")
 """Serving engines a run may name."""
+
+WORKER_COUNTS = ("batch", "prefill_workers", "decode_workers")
+"""What a disaggregated run's estimate needs beside its splits: each decode worker's
+batch and how many prompt and decode workers there are (its floors need none)."""
 
 @dataclass(frozen=True)
 class ServingSetup:
@@ -33,7 +37,8 @@ class ServingSetup:
     one engine (``batch``), the prompt and answer tokens, the engine and its version,
     the notes, and a disaggregated run's copies of the attention on its decode and
     its prompt workers (``decode_copies``, ``prefill_copies``: workers times attention
-    data parallel)."""
+    data parallel), and the options of ``WORKER_COUNTS`` a disaggregated run leaves
+    out (``unknown``: its floors hold whatever they are, its estimate is refused)."""
 
     model: Model
     stages: tuple[Model, ...]
@@ -50,6 +55,7 @@ class ServingSetup:
     notes: tuple[str, ...]
     decode_copies: int = 1
     prefill_copies: int = 1
+    unknown: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -160,7 +166,9 @@ def serving_setup(run: Run) -> ServingSetup:
         decode_copies=_whole(run, "decode_workers", 1)
         * _whole(run, "attention_dp", 1) if disaggregated else 1,
         prefill_copies=_whole(run, "prefill_workers", 1)
-        * _whole(run, "prefill_attention_dp", 1) if disaggregated else 1)
+        * _whole(run, "prefill_attention_dp", 1) if disaggregated else 1,
+        unknown=tuple(n for n in WORKER_COUNTS if n not in run.options)
+        if disaggregated else ())
 
 
 def _flag(run: Run, name: str) -> bool:
