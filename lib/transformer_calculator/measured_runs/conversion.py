@@ -41,8 +41,9 @@ rank 0, which is tensor, data and pipeline rank 0: the first pipeline stage
   copy (``kv_twice``);
 - sequence parallelism (``tp_mode`` REDUCE_SCATTER) with the matrices' inputs gathered
   again in the backward pass (``tp_recompute_allgather``, True by default:
-  ``gathered_inputs=false``). The table does not say which each run used; many runs
-  with one pipeline stage hold exactly those inputs whole as well.
+  ``gathered_inputs=false``), the two whole-sequence buffers its gathers keep
+  (``MemoryBuffer``; ``gather_buffers``). The table does not say which each run
+  used; many runs with one pipeline stage hold exactly those inputs whole as well.
 """
 
 from __future__ import annotations
@@ -217,7 +218,7 @@ def training_rows(text: str | None = None) -> list[dict]:
             "devices": r["DP"], "zero_stage": r["ZeRO"], "gradients": "both",
             "pp_layers": "nanotron" if r["PP"] != "1" else "",
             "loss": "vocab-parallel", "kv_twice": "true",
-            "gathered_inputs": PLAYBOOK_GATHERED_INPUTS,
+            "gathered_inputs": PLAYBOOK_GATHERED_INPUTS, "gather_buffers": "true",
             "measured_tokens_per_s_per_chip": r["tok/s/gpu"] if done else "",
             "measured_mfu": f"{float(r['MFU']) / 100:.6g}" if done else "",
             "measured_memory_gib": r["GPU memory"] if done else "",

@@ -201,7 +201,8 @@ def training_setup(run: Run) -> TrainingSetup:
                    or ("both" if _flag(run, "fp32_gradients") else "model")),
         loss=_choice(run, "loss", LOSSES) or "torch",
         gathered_inputs=_flag(run, "gathered_inputs"),
-        kv_twice=_flag(run, "kv_twice"))
+        kv_twice=_flag(run, "kv_twice"),
+        gather_buffers=_flag(run, "gather_buffers"))
     split = _split(run, model, c, "tp", "ep", devices)
     split = dataclasses.replace(split, micro_batches=_whole(run, "micro_batches", 1),
                                 stage_layers=_stage_layers(run, model, split.pp))
