@@ -74,6 +74,28 @@ def test_gather_buffers_hold_two_whole_sequences_under_sequence_parallel(model, 
     assert plain["all-gather buffers"] == 0.0
 
 
+def test_inputs_kept_whole_leave_one_gather_buffer(model):
+    t = Training(seq_len=SEQ, gather_buffers=True, gathered_inputs=True,
+                 shares=Shares(sequence=4))
+    whole = SEQ * model.layout.width * model.bytes_per_number
+    assert step_memory(model, t)["all-gather buffers"] == whole
+
+
+def test_the_playbooks_one_stage_runs_keep_their_gathered_inputs():
+    rows = [r for r in conversion.training_rows() if "refused" not in r]
+    kept = {r["gathered_inputs"] for r in rows if r["pp"] == "1"}
+    piped = {r["gathered_inputs"] for r in rows if r["pp"] != "1"}
+    assert kept == {conversion.PLAYBOOK_ONE_STAGE_GATHERED_INPUTS} == {"where-held"}
+    assert piped == {conversion.PLAYBOOK_GATHERED_INPUTS} == {"false"}
+
+
+def test_a_run_kept_where_held_gathers_again_where_whole_would_not_fit():
+    rows = {r["id"]: r for r in conversion.training_rows()}
+    runs = read_runs(write_runs([rows["playbook-250-1B-n4"], rows["playbook-20-1B-n1"]]))
+    big, small = (training_setup(r) for r in runs)  # tp 32, 128 sequences; tp 8, 16
+    assert not big.training.gathered_inputs and small.training.gathered_inputs
+
+
 @pytest.mark.parametrize("pp", [1, 2, 4, 8])
 def test_cost_balanced_stages_hold_every_layer_the_first_the_most(model, pp):
     got = cost_balanced_stage_layers(model, pp)

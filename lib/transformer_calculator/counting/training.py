@@ -44,7 +44,9 @@ input (``MemoryBuffer`` "allgather", regathered in the backward pass when
 ``tp_recompute_allgather``) and the row matrices' gathered output gradient
 ("allgather2", ``_RowLinearAsyncCommunication.backward``). ``MemoryBuffer`` is a
 singleton that keeps each buffer once made, so from the first backward pass both are
-held at every later peak (``nanotron/parallel/utils.py``, ``tensor_parallel/
+held at every later peak; with ``gathered_inputs`` (``tp_recompute_allgather`` False)
+the column matrices gather into a tensor of their own, kept as their input, and only
+the second buffer is made (``nanotron/parallel/utils.py``, ``tensor_parallel/
 functional.py``, branch ``nouamanetazi/ultrascale-playbook`` e24d2483).
 
 The step's work and time are in ``training_time.py``.
@@ -344,12 +346,17 @@ def step_memory(model: Model, t: Training) -> dict[str, float]:
                 fused_glu=t.fused_glu,
             )
         ),
-        "all-gather buffers": float(GATHER_BUFFERS * tokens * model.layout.width * bpn)
-        if t.gather_buffers and t.shares.sequence > 1
-        else 0.0,
+        "all-gather buffers": float(_buffers(t) * tokens * model.layout.width * bpn),
         **_loss_parts(model, t, tokens),
     }
     return parts
+
+
+def _buffers(t: Training) -> int:
+    """Whole-sequence gather buffers the step keeps (see the module's docstring)."""
+    if not t.gather_buffers or t.shares.sequence == 1:
+        return 0
+    return GATHER_BUFFERS - 1 if _shares(t).gathered_inputs else GATHER_BUFFERS
 
 
 def _shares(t: Training) -> Shares:
