@@ -1,6 +1,6 @@
 """The training memory's engine choices, each against its own arithmetic: the loss's
 bytes a logit, attention's second copy of its keys and values, the matrices' gathered
-inputs kept whole, nanotron's placement of layers on pipeline stages by cost, and the
+inputs kept whole, the two whole-sequence gather buffers, nanotron's placement of layers on pipeline stages by cost, and the
 check of a measured run's memory against its first stage (the rank that measured it)."""
 from __future__ import annotations
 
@@ -61,6 +61,39 @@ def test_the_engine_choices_reach_step_memory_without_a_split(model):
     a = step_memory(model, Training(seq_len=SEQ, kv_twice=True, gathered_inputs=True))
     b = step_memory(model, Training(seq_len=SEQ, shares=Shares(kv_twice=True)))
     assert a["activations"] == b["activations"]  # one device: nothing gathered
+
+
+@pytest.mark.parametrize("tp", [1, 4])
+def test_gather_buffers_hold_two_whole_sequences_under_sequence_parallel(model, tp):
+    t = Training(batch=2, seq_len=SEQ, gather_buffers=True,
+                 shares=Shares(sequence=tp))
+    held = step_memory(model, t)["all-gather buffers"]
+    whole = 2 * SEQ * model.layout.width * model.bytes_per_number
+    assert held == (2 * whole if tp > 1 else 0.0)
+    plain = step_memory(model, dataclasses.replace(t, gather_buffers=False))
+    assert plain["all-gather buffers"] == 0.0
+
+
+def test_inputs_kept_whole_leave_one_gather_buffer(model):
+    t = Training(seq_len=SEQ, gather_buffers=True, gathered_inputs=True,
+                 shares=Shares(sequence=4))
+    whole = SEQ * model.layout.width * model.bytes_per_number
+    assert step_memory(model, t)["all-gather buffers"] == whole
+
+
+def test_the_playbooks_one_stage_runs_keep_their_gathered_inputs():
+    rows = [r for r in conversion.training_rows() if "refused" not in r]
+    kept = {r["gathered_inputs"] for r in rows if r["pp"] == "1"}
+    piped = {r["gathered_inputs"] for r in rows if r["pp"] != "1"}
+    assert kept == {conversion.PLAYBOOK_ONE_STAGE_GATHERED_INPUTS} == {"where-held"}
+    assert piped == {conversion.PLAYBOOK_GATHERED_INPUTS} == {"false"}
+
+
+def test_a_run_kept_where_held_gathers_again_where_whole_would_not_fit():
+    rows = {r["id"]: r for r in conversion.training_rows()}
+    runs = read_runs(write_runs([rows["playbook-250-1B-n4"], rows["playbook-20-1B-n1"]]))
+    big, small = (training_setup(r) for r in runs)  # tp 32, 128 sequences; tp 8, 16
+    assert not big.training.gathered_inputs and small.training.gathered_inputs
 
 
 @pytest.mark.parametrize("pp", [1, 2, 4, 8])

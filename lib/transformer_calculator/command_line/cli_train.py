@@ -195,6 +195,12 @@ def add_train_parser(commands) -> None:
         "query-key-value copy beside its rotated key-value copy)",
     )
     p.add_argument(
+        "--gather-buffers",
+        action="store_true",
+        help="under sequence parallelism keep two whole-sequence buffers for the "
+        "gathers (nanotron's MemoryBuffer: the gathered input and gradient)",
+    )
+    p.add_argument(
         "--dropout",
         action="store_true",
         help="keep dropout's masks for the backward pass (today's large models "
@@ -335,6 +341,7 @@ def _training(args, model) -> Training:
         loss=args.loss,
         gathered_inputs=args.gathered_inputs,
         kv_twice=args.kv_twice,
+        gather_buffers=args.gather_buffers,
     )
 
 

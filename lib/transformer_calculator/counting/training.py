@@ -37,6 +37,18 @@ from stage 2, like the gradients: Megatron-LM's main gradients and nanotron's fl
 accumulators stay whole at stage 1 (DeepSpeed's stage 1 keeps only its own share of
 them, a few bytes a parameter less).
 
+With ``gather_buffers`` (nanotron's tensor parallel under sequence parallelism, the
+playbook's runs) the device also keeps two buffers it gathers the sequence into, each
+the micro-batch's tokens x width in the model's format: the column matrices' gathered
+input (``MemoryBuffer`` "allgather", regathered in the backward pass when
+``tp_recompute_allgather``) and the row matrices' gathered output gradient
+("allgather2", ``_RowLinearAsyncCommunication.backward``). ``MemoryBuffer`` is a
+singleton that keeps each buffer once made, so from the first backward pass both are
+held at every later peak; with ``gathered_inputs`` (``tp_recompute_allgather`` False)
+the column matrices gather into a tensor of their own, kept as their input, and only
+the second buffer is made (``nanotron/parallel/utils.py``, ``tensor_parallel/
+functional.py``, branch ``nouamanetazi/ultrascale-playbook`` e24d2483).
+
 The step's work and time are in ``training_time.py``.
 """
 
@@ -59,6 +71,7 @@ __all__ = [
     "GRADIENTS",
     "LOSSES",
     "LOSS_PARTS",
+    "GATHER_BUFFERS",
     "LORA_TARGETS",
     "ALL_LINEAR",
     "Lora",
@@ -92,6 +105,11 @@ backward pass, which makes the gradient in it in place: b + 8 bytes; nanotron's
 LOSS_PARTS = ("logits", "float32 log-softmax", "float32 logit gradients",
               "float32 logits", "float32 softmax")
 """The parts of ``step_memory`` the loss holds (either loss's)."""
+
+GATHER_BUFFERS = 2
+"""Whole-sequence buffers a device keeps with ``gather_buffers`` (see the module's
+docstring): the column matrices' gathered input and the row matrices' gathered
+gradient."""
 
 EIGHT_BIT_BLOCK = 256
 """Numbers that share one float32 scale in 8-bit Adam's states (bitsandbytes)."""
@@ -182,6 +200,7 @@ class Training:
     loss: str = "torch"
     gathered_inputs: bool = False
     kv_twice: bool = False
+    gather_buffers: bool = False
 
     def __post_init__(self) -> None:
         checked_whole("batch", self.batch, minimum=1)
@@ -327,9 +346,17 @@ def step_memory(model: Model, t: Training) -> dict[str, float]:
                 fused_glu=t.fused_glu,
             )
         ),
+        "all-gather buffers": float(_buffers(t) * tokens * model.layout.width * bpn),
         **_loss_parts(model, t, tokens),
     }
     return parts
+
+
+def _buffers(t: Training) -> int:
+    """Whole-sequence gather buffers the step keeps (see the module's docstring)."""
+    if not t.gather_buffers or t.shares.sequence == 1:
+        return 0
+    return GATHER_BUFFERS - 1 if _shares(t).gathered_inputs else GATHER_BUFFERS
 
 
 def _shares(t: Training) -> Shares:

@@ -14,13 +14,19 @@ from ..anatomy.formats import CACHE_FORMATS
 from ..anatomy.model import Model
 from ..service.serving import served
 from ..splits import (Split, check_split, chip_link, chip_machine, chip_network,
-                      stage_models)
+                      stage_models, training_split)
 from ..splits.checks import cost_balanced_stage_layers
 from ..counting.training import GRADIENTS, LOSSES, OPTIMIZERS, Training
 from .runs import Run
 
 __all__ = ["ServingSetup", "TrainingSetup", "serving_setup", "training_setup",
-           "ENGINES", "WORKER_COUNTS"]
+           "ENGINES", "WORKER_COUNTS", "KEPT_WHERE_HELD"]
+
+KEPT_WHERE_HELD = "where-held"
+"""``gathered_inputs`` of a run that keeps the matrices' gathered inputs whole where its
+device then holds its step, and gathers them again where it would not: a run that
+finished could not have held more than its chip (conversion's rule for the playbook's
+runs of one stage, ``PLAYBOOK_ONE_STAGE_GATHERED_INPUTS``)."""
 
 ENGINES = ("vllm", "sglang", "trtllm")
 """Serving engines a run may name."""
@@ -28,6 +34,7 @@ ENGINES = ("vllm", "sglang", "trtllm")
 WORKER_COUNTS = ("batch", "prefill_workers", "decode_workers")
 """What a disaggregated run's estimate needs beside its splits: each decode worker's
 batch and how many prompt and decode workers there are (its floors need none)."""
+
 
 @dataclass(frozen=True)
 class ServingSetup:
@@ -208,8 +215,9 @@ def training_setup(run: Run) -> TrainingSetup:
         gradients=(_choice(run, "gradients", GRADIENTS)
                    or ("both" if _flag(run, "fp32_gradients") else "model")),
         loss=_choice(run, "loss", LOSSES) or "torch",
-        gathered_inputs=_flag(run, "gathered_inputs"),
-        kv_twice=_flag(run, "kv_twice"))
+        gathered_inputs=_gathered(run) is not False,
+        kv_twice=_flag(run, "kv_twice"),
+        gather_buffers=_flag(run, "gather_buffers"))
     split = _split(run, model, c, "tp", "ep", devices)
     split = dataclasses.replace(split, micro_batches=_whole(run, "micro_batches", 1),
                                 stage_layers=_stage_layers(run, model, split.pp))
@@ -217,4 +225,13 @@ def training_setup(run: Run) -> TrainingSetup:
         check_split(model, split)
     except ValueError as err:
         raise ValueError(str(err).removeprefix("argument ")) from None
+    if _gathered(run) is None and not training_split(model, c, split, t, 1)["fits"]:
+        t = dataclasses.replace(t, gathered_inputs=False)
     return TrainingSetup(model=model, chip=c, training=t, split=split, notes=notes)
+
+
+def _gathered(run: Run) -> bool | None:
+    """The option ``gathered_inputs``: true, false or ``KEPT_WHERE_HELD`` (None)."""
+    if run.options.get("gathered_inputs", "").lower() == KEPT_WHERE_HELD:
+        return None
+    return _flag(run, "gathered_inputs")
