@@ -123,7 +123,9 @@ def _rest(name: str, total_arith: float, total_read: float, roofs: list[Roof],
 
 def decode_terms(model: Model, chip: Chip, context: int, batch: int) -> list:
     """One decode step of ``batch`` conversations of ``context`` tokens on one device:
-    its kernels and a fixed time for each layer."""
+    its kernels, a fixed time for each layer and one more for each layer of routed
+    experts (its router, its tokens' sorting to the experts, the grouped products and
+    their combining are kernels a dense layer does not launch)."""
     gen = generation(chip)
     roofs = _matrix_roofs(model, chip, batch, gen)
     cached = batch * cache_read_bytes(model, context) / chip.bytes_per_s
@@ -140,8 +142,12 @@ def decode_terms(model: Model, chip: Chip, context: int, batch: int) -> list:
                  arithmetic_time(model, chip, context, batch), total_read,
                  [*roofs, attention], gen)
     layers = len(model.layout.blocks)
-    return [*roofs, attention, rest,
-            Count("a fixed time a layer", layers, "layer:{engine}")]
+    moe = sum(n for _, n in expert_kinds(model.layout))
+    fixed = [Count("a fixed time a layer", layers, "layer:{engine}")]
+    if moe:  # routing, sorting, the grouped products and the combine: more kernels
+        fixed.append(Count("a fixed time an expert layer", moe,
+                           "expert layer:{engine}"))
+    return [*roofs, attention, rest, *fixed]
 
 
 def _weights_read(model: Model, tokens: int, positions: int) -> int:
