@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import published
 
-from ..counting.chips import Chip, rate_for
+from ..counting.chips import Chip, compute_on, rate_for
 from ..counting.costs import arithmetic_time, cache_bytes, prefill_limits
 from ..anatomy.matrices import matrices
 from ..anatomy.model import Model
@@ -81,7 +81,7 @@ def _matrix_roofs(model: Model, chip: Chip, tokens: int, gen: str,
 
     for m in matrices(model.layout):
         fmt = model.weights.part(m.role)
-        compute = fmt.compute if fmt is not None else "bf16"
+        compute = compute_on(chip, fmt.compute) if fmt is not None else "bf16"
         dequant = fmt.dequant_ops * m.numbers if fmt is not None else 0.0
         if m.role == "experts":
             continue
@@ -97,7 +97,8 @@ def _matrix_roofs(model: Model, chip: Chip, tokens: int, gen: str,
         nbytes, packed = one_expert(model, e)
         dequant = fmt.dequant_ops * touched * packed if fmt is not None else 0.0
         flops = 2 * tokens * e.tokens_from * e.working_per_token * e.expert_parameters
-        add("experts", fmt.compute if fmt is not None else "bf16", layers * flops,
+        compute = compute_on(chip, fmt.compute) if fmt is not None else "bf16"
+        add("experts", compute, layers * flops,
             layers * dequant, layers * touched * nbytes)
     kind = _kind if phase else (lambda name: "")
     return [Roof(name, a, r, f"{phase}{kind(name)}compute:{gen}:{c}",
