@@ -177,6 +177,15 @@ def prefill_terms(model: Model, chip: Chip, tokens: int) -> list:
             Count("a fixed time an expert a layer", experts, "prefill expert:{engine}")]
 
 
+CUSTOM_ALL_REDUCE_BYTES = 8 * 2**20
+"""The largest all-reduce the engines' own kernel takes within a machine (8 MiB: vLLM's
+``CustomAllreduce`` ``max_size``, ``vllm/distributed/device_communicators/
+custom_all_reduce.py``; SGLang runs the same kernel, TensorRT-LLM its own one-shot and
+two-shot ones): each device reads its peers' buffers over the link at once, in one
+stage (``cross_device_reduce_1stage``) or two (``..._2stage``: a reduce-scatter, then
+an all-gather), not a ring's ``2 (n - 1)`` steps; larger ones go to NCCL's ring."""
+
+
 def _link(split: Split, chip: Chip, group: int) -> tuple[str, float, float]:
     """(kind, bytes a second each way, published seconds a step) of the slowest link a
     group of ``group`` devices crosses: the chip's own within its machine, the
@@ -197,7 +206,8 @@ def collective_terms(model: Model, split: Split, chip: Chip, tokens: float,
     """The collectives of a step over ``tokens`` positions a model copy on ``split``
     (``passes`` 1 forward, 2 forward and backward): each tensor-parallel layer's two
     all-reduces and each expert layer's two all-to-alls, as ring steps (each at the
-    link's published latency) and bytes over the link."""
+    link's published latency; an all-reduce the engine's own kernel takes, two:
+    ``CUSTOM_ALL_REDUCE_BYTES``) and bytes over the link."""
     out: list[Count] = []
     d, bpn = model.layout.width, model.bytes_per_number
     layers = len(model.layout.blocks) // split.pp
@@ -205,7 +215,9 @@ def collective_terms(model: Model, split: Split, chip: Chip, tokens: float,
         kind, bw, lat = _link(split, chip, split.tp)
         n = split.tp
         calls = 2 * passes * layers
-        out += [Count("tensor-parallel all-reduce steps", calls * 2 * (n - 1) * lat,
+        small = kind == "nvlink" and tokens * d * bpn <= CUSTOM_ALL_REDUCE_BYTES
+        steps = 2 if small else 2 * (n - 1)  # two exchanges with all peers at once
+        out += [Count("tensor-parallel all-reduce steps", calls * steps * lat,
                       f"latency:{kind}"),
                 Count("tensor-parallel all-reduce bytes",
                       calls * tokens * d * bpn * 2 * (n - 1) / n / bw, f"link:{kind}")]
