@@ -207,18 +207,23 @@ def collective_terms(model: Model, split: Split, chip: Chip, tokens: float,
     (``passes`` 1 forward, 2 forward and backward): each tensor-parallel layer's two
     all-reduces and each expert layer's two all-to-alls, as ring steps (each at the
     link's published latency; an all-reduce the engine's own kernel takes, two:
-    ``CUSTOM_ALL_REDUCE_BYTES``) and bytes over the link."""
+    ``CUSTOM_ALL_REDUCE_BYTES``) and bytes over the link; a layer whose query and key
+    norms span every head (``norm_spans_heads``) sums their squares across the devices
+    too, an all-reduce of a few numbers a token: its steps, no bytes worth counting."""
     out: list[Count] = []
     d, bpn = model.layout.width, model.bytes_per_number
     layers = len(model.layout.blocks) // split.pp
     if split.tp > 1:
         kind, bw, lat = _link(split, chip, split.tp)
         n = split.tp
+        spans = sum(getattr(b.mixer, "norm_spans_heads", False)
+                    for b in model.layout.blocks) // split.pp
         calls = 2 * passes * layers
         small = kind == "nvlink" and tokens * d * bpn <= CUSTOM_ALL_REDUCE_BYTES
         steps = 2 if small else 2 * (n - 1)  # two exchanges with all peers at once
-        out += [Count("tensor-parallel all-reduce steps", calls * steps * lat,
-                      f"latency:{kind}"),
+        norms = passes * spans * (2 if kind == "nvlink" else 2 * (n - 1))
+        out += [Count("tensor-parallel all-reduce steps",
+                      (calls * steps + norms) * lat, f"latency:{kind}"),
                 Count("tensor-parallel all-reduce bytes",
                       calls * tokens * d * bpn * 2 * (n - 1) / n / bw, f"link:{kind}")]
     moe, k = expert_layers(model)
