@@ -121,7 +121,9 @@ class Packed(WeightFormat):
     32-bit scale per ``nested`` of them (bitsandbytes' double quantisation; 0: none);
     ``index_bits`` per input row (GPTQ's group index); ``extra_bytes`` fixed per matrix
     (look-up tables); ``kept``: roles left in the model's own format; ``pads``: a last
-    group of inputs that does not fill is padded, as engines pad a split's share."""
+    group of inputs that does not fill is padded, as engines pad a split's share;
+    ``mx``: power-of-two scales a block that only a chip with 4-bit arithmetic
+    multiplies at its 8-bit rate (``compute``)."""
 
     name: str
     bits: int
@@ -138,6 +140,7 @@ class Packed(WeightFormat):
     scheme: str = ""
     fp4: bool = False
     pads: bool = False
+    mx: bool = False
 
     def __post_init__(self) -> None:
         if self.bits not in (1, 2, 3, 4, 8, 16):
@@ -203,8 +206,12 @@ class Packed(WeightFormat):
 
     @property
     def compute(self) -> str:
-        """The rate its matrices multiply at where the chip has it: ``fp4``, ``fp8`` or
-        ``bf16`` (the 16-bit rate, also where a chip lacks the narrower one)."""
+        """The rate its matrices multiply at where the chip has it: ``fp4``, ``fp8``,
+        ``mxfp8`` (``fp8`` with block scales, on a chip with 4-bit arithmetic only:
+        ``counting.chips.compute_on``) or ``bf16`` (the 16-bit rate, also where a chip
+        lacks the narrower one)."""
+        if self.mx:
+            return "mxfp8"
         return "fp4" if self.fp4 else "fp8" if self.fp8 else "bf16"
 
     @property
@@ -322,8 +329,10 @@ WEIGHT_FORMATS: dict[str, Packed] = {
         dequant=1,
         fp8=True,
         scheme="OCP MX fp4: a power-of-two (e8m0) scale per 32 inputs, multiplied "
-        "at the chip's 8-bit rate with the activations in mxfp8",
+        "at the chip's 8-bit rate with the activations in mxfp8 where its tensor "
+        "cores apply block scales (4-bit arithmetic), else as weight-only",
         pads=True,
+        mx=True,
     ),
     "int4-wo": Packed(
         "int4, weight only",

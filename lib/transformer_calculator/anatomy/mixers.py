@@ -196,6 +196,14 @@ class Attention(Mixer):
         return MixerKind.ATTENTION
 
     @property
+    def norm_spans_heads(self) -> bool:
+        """True when the query and key norms run over every head at once (a scale a
+        channel of every head: MiniMax-M2, OLMo 2), so that heads split over devices
+        must sum their squares across them (one all-reduce a layer)."""
+        both = self.heads + self.kv_heads
+        return both > 4 and self.qk_norm >= both * self.head_dim
+
+    @property
     def query_width(self) -> int:
         """Outputs of the query projection: the queries, and the gate when there is
         one."""

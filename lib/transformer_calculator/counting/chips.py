@@ -30,6 +30,7 @@ __all__ = [
     "derated",
     "matrix_flops_per_s",
     "rate_for",
+    "compute_on",
 ]
 
 
@@ -128,12 +129,27 @@ def derated(
     )
 
 
+def compute_on(acc: Accelerator, compute: str) -> str:
+    """The rate (``fp4``, ``fp8`` or ``bf16``) matrices of a format that multiplies at
+    ``compute`` use on ``acc``: ``mxfp8`` (4-bit weights with power-of-two scales
+    a block, times 8-bit activations) is the 8-bit rate only on a chip with 4-bit
+    arithmetic, whose tensor cores apply the block scales (Blackwell's block-scaled
+    products); elsewhere (Hopper) engines multiply such weights as weight-only, turned
+    back into 16-bit numbers (vLLM's ``SM90_FI_MXFP4_BF16``, ``MARLIN`` and
+    ``TRITON`` backends, ``mxfp4_w4a16``)."""
+    if compute == "mxfp8":
+        return "fp8" if getattr(acc, "fp4_flops_per_s", None) is not None else "bf16"
+    return compute
+
+
 def rate_for(acc: Accelerator, compute: str) -> float:
     """Operations a second matrices of a format that multiplies at ``compute`` (``fp4``,
-    ``fp8`` or ``bf16``) reach on ``acc``: that rate where the chip has it, else the
-    16-bit rate (the narrow numbers are turned back into 16-bit ones first)."""
+    ``fp8``, ``mxfp8`` or ``bf16``, ``compute_on``) reach on ``acc``: that rate where
+    the chip has it, else the 16-bit rate (the narrow numbers are turned back into
+    16-bit ones first)."""
+    compute = compute_on(acc, compute)
     if compute not in ("fp4", "fp8", "bf16"):
-        raise ValueError(f"compute must be fp4, fp8 or bf16, got {compute!r}")
+        raise ValueError(f"compute must be fp4, fp8, mxfp8 or bf16, got {compute!r}")
     narrow = getattr(acc, f"{compute}_flops_per_s", None) if compute != "bf16" else None
     return narrow if narrow is not None else acc.flops_per_s
 

@@ -11,6 +11,7 @@ over a cache), ``prefill attention compute:...`` and ``prefill attention read:..
 ``prefill read:...`` (a prompt's pass's reading of its dense weights), each the
 inverse of the fraction of peak reached (at least 1); ``layer:{engine}`` and
 ``step:{engine}`` (seconds a layer and a step that no roof holds),
+``expert layer:{engine}`` (the seconds a decode step's layer of routed experts adds),
 ``prefill expert:{engine}`` (seconds an expert a layer a prompt reaches),
 ``latency:{link}`` and ``link:{link}`` (multiples of the published step latency and of
 the link's bytes a second), the request's terms (``interference``: the share of prompt

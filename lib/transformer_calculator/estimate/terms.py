@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import published
 
-from ..counting.chips import Chip, rate_for
+from ..counting.chips import Chip, compute_on, rate_for
 from ..counting.costs import arithmetic_time, cache_bytes, prefill_limits
 from ..anatomy.matrices import matrices
 from ..anatomy.model import Model
@@ -81,7 +81,7 @@ def _matrix_roofs(model: Model, chip: Chip, tokens: int, gen: str,
 
     for m in matrices(model.layout):
         fmt = model.weights.part(m.role)
-        compute = fmt.compute if fmt is not None else "bf16"
+        compute = compute_on(chip, fmt.compute) if fmt is not None else "bf16"
         dequant = fmt.dequant_ops * m.numbers if fmt is not None else 0.0
         if m.role == "experts":
             continue
@@ -97,7 +97,8 @@ def _matrix_roofs(model: Model, chip: Chip, tokens: int, gen: str,
         nbytes, packed = one_expert(model, e)
         dequant = fmt.dequant_ops * touched * packed if fmt is not None else 0.0
         flops = 2 * tokens * e.tokens_from * e.working_per_token * e.expert_parameters
-        add("experts", fmt.compute if fmt is not None else "bf16", layers * flops,
+        compute = compute_on(chip, fmt.compute) if fmt is not None else "bf16"
+        add("experts", compute, layers * flops,
             layers * dequant, layers * touched * nbytes)
     kind = _kind if phase else (lambda name: "")
     return [Roof(name, a, r, f"{phase}{kind(name)}compute:{gen}:{c}",
@@ -123,7 +124,9 @@ def _rest(name: str, total_arith: float, total_read: float, roofs: list[Roof],
 
 def decode_terms(model: Model, chip: Chip, context: int, batch: int) -> list:
     """One decode step of ``batch`` conversations of ``context`` tokens on one device:
-    its kernels and a fixed time for each layer."""
+    its kernels, a fixed time for each layer and one more for each layer of routed
+    experts (its router, its tokens' sorting to the experts, the grouped products and
+    their combining are kernels a dense layer does not launch)."""
     gen = generation(chip)
     roofs = _matrix_roofs(model, chip, batch, gen)
     cached = batch * cache_read_bytes(model, context) / chip.bytes_per_s
@@ -140,8 +143,12 @@ def decode_terms(model: Model, chip: Chip, context: int, batch: int) -> list:
                  arithmetic_time(model, chip, context, batch), total_read,
                  [*roofs, attention], gen)
     layers = len(model.layout.blocks)
-    return [*roofs, attention, rest,
-            Count("a fixed time a layer", layers, "layer:{engine}")]
+    moe = sum(n for _, n in expert_kinds(model.layout))
+    fixed = [Count("a fixed time a layer", layers, "layer:{engine}")]
+    if moe:  # routing, sorting, the grouped products and the combine: more kernels
+        fixed.append(Count("a fixed time an expert layer", moe,
+                           "expert layer:{engine}"))
+    return [*roofs, attention, rest, *fixed]
 
 
 def _weights_read(model: Model, tokens: int, positions: int) -> int:
@@ -170,6 +177,15 @@ def prefill_terms(model: Model, chip: Chip, tokens: int) -> list:
             Count("a fixed time an expert a layer", experts, "prefill expert:{engine}")]
 
 
+CUSTOM_ALL_REDUCE_BYTES = 8 * 2**20
+"""The largest all-reduce the engines' own kernel takes within a machine (8 MiB: vLLM's
+``CustomAllreduce`` ``max_size``, ``vllm/distributed/device_communicators/
+custom_all_reduce.py``; SGLang runs the same kernel, TensorRT-LLM its own one-shot and
+two-shot ones): each device reads its peers' buffers over the link at once, in one
+stage (``cross_device_reduce_1stage``) or two (``..._2stage``: a reduce-scatter, then
+an all-gather), not a ring's ``2 (n - 1)`` steps; larger ones go to NCCL's ring."""
+
+
 def _link(split: Split, chip: Chip, group: int) -> tuple[str, float, float]:
     """(kind, bytes a second each way, published seconds a step) of the slowest link a
     group of ``group`` devices crosses: the chip's own within its machine, the
@@ -190,16 +206,24 @@ def collective_terms(model: Model, split: Split, chip: Chip, tokens: float,
     """The collectives of a step over ``tokens`` positions a model copy on ``split``
     (``passes`` 1 forward, 2 forward and backward): each tensor-parallel layer's two
     all-reduces and each expert layer's two all-to-alls, as ring steps (each at the
-    link's published latency) and bytes over the link."""
+    link's published latency; an all-reduce the engine's own kernel takes, two:
+    ``CUSTOM_ALL_REDUCE_BYTES``) and bytes over the link; a layer whose query and key
+    norms span every head (``norm_spans_heads``) sums their squares across the devices
+    too, an all-reduce of a few numbers a token: its steps, no bytes worth counting."""
     out: list[Count] = []
     d, bpn = model.layout.width, model.bytes_per_number
     layers = len(model.layout.blocks) // split.pp
     if split.tp > 1:
         kind, bw, lat = _link(split, chip, split.tp)
         n = split.tp
+        spans = sum(getattr(b.mixer, "norm_spans_heads", False)
+                    for b in model.layout.blocks) // split.pp
         calls = 2 * passes * layers
-        out += [Count("tensor-parallel all-reduce steps", calls * 2 * (n - 1) * lat,
-                      f"latency:{kind}"),
+        small = kind == "nvlink" and tokens * d * bpn <= CUSTOM_ALL_REDUCE_BYTES
+        steps = 2 if small else 2 * (n - 1)  # two exchanges with all peers at once
+        norms = passes * spans * (2 if kind == "nvlink" else 2 * (n - 1))
+        out += [Count("tensor-parallel all-reduce steps",
+                      (calls * steps + norms) * lat, f"latency:{kind}"),
                 Count("tensor-parallel all-reduce bytes",
                       calls * tokens * d * bpn * 2 * (n - 1) / n / bw, f"link:{kind}")]
     moe, k = expert_layers(model)
