@@ -96,10 +96,3 @@ def test_the_tables_runs_without_counts_are_written_for_their_floors():
     checked = check_runs(runs)
     assert all("estimate_refused" in c for c in checked if "refused" not in c)
     assert sum("refused" not in c for c in checked) > 20
-
-
-def test_floor_only_runs_are_not_fitted():
-    from transformer_calculator.measured_runs.fit import serving_cases
-    alone = {r["id"] for r in conversion.serving_rows()
-             if r.get("prefill_tp") and r["batch"] == ""}
-    assert not alone & {c.run for c in serving_cases()}

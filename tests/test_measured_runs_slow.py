@@ -51,9 +51,23 @@ def test_floor_only_runs_are_stored_apart_and_none_beats_its_floor(fresh):
     assert not [b for b in serving["below_floor"] if b["floor_only"]]
 
 
-def test_the_stored_fractions_are_the_fits():
-    data, _, _ = fit.fitted()
+@pytest.fixture(scope="module")
+def refit() -> tuple:
+    return fit.fitted()
+
+
+def test_the_stored_fractions_are_the_fits(refit):
+    data, _, _ = refit
     assert data == json.loads(FRACTIONS_FILE.read_text(encoding="utf-8"))
+
+
+def test_floor_only_runs_are_not_fitted(refit):
+    """A disaggregated run without its workers' counts has no estimate to fit."""
+    from transformer_calculator.measured_runs import conversion
+    alone = {r["id"] for r in conversion.serving_rows()
+             if r.get("prefill_tp") and r["batch"] == ""}
+    _, cases, _ = refit
+    assert len(alone) > 1000 and not alone & {c.run for c in cases}
 
 
 def test_no_run_that_finished_is_counted_as_not_fitting(fresh):

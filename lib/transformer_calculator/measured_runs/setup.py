@@ -215,7 +215,7 @@ def training_setup(run: Run) -> TrainingSetup:
         gradients=(_choice(run, "gradients", GRADIENTS)
                    or ("both" if _flag(run, "fp32_gradients") else "model")),
         loss=_choice(run, "loss", LOSSES) or "torch",
-        gathered_inputs=_gathered(run) is not False,
+        gathered_inputs=_gathered(run) != "false",
         kv_twice=_flag(run, "kv_twice"),
         gather_buffers=_flag(run, "gather_buffers"))
     split = _split(run, model, c, "tp", "ep", devices)
@@ -225,13 +225,14 @@ def training_setup(run: Run) -> TrainingSetup:
         check_split(model, split)
     except ValueError as err:
         raise ValueError(str(err).removeprefix("argument ")) from None
-    if _gathered(run) is None and not training_split(model, c, split, t, 1)["fits"]:
+    if (_gathered(run) == KEPT_WHERE_HELD
+            and not training_split(model, c, split, t, 1)["fits"]):
         t = dataclasses.replace(t, gathered_inputs=False)
     return TrainingSetup(model=model, chip=c, training=t, split=split, notes=notes)
 
 
-def _gathered(run: Run) -> bool | None:
-    """The option ``gathered_inputs``: true, false or ``KEPT_WHERE_HELD`` (None)."""
+def _gathered(run: Run) -> str:
+    """The option ``gathered_inputs``: "true", "false" or ``KEPT_WHERE_HELD``."""
     if run.options.get("gathered_inputs", "").lower() == KEPT_WHERE_HELD:
-        return None
-    return _flag(run, "gathered_inputs")
+        return KEPT_WHERE_HELD
+    return "true" if _flag(run, "gathered_inputs") else "false"
