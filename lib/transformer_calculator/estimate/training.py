@@ -7,7 +7,7 @@ once a step. A slot holds:
 
 - the device's work for one micro-batch: its share of the stage's multiplies and
   reading, each on its own roof at the fitted fraction of peak; the tensor-parallel
-  collectives' bytes (nanotron runs them blocking, so they add), as sequence
+  collectives' bytes (priced as paid in full: they add), as sequence
   parallel's all-gather and reduce-scatter at the bus bandwidth measured for the
   nodes the group spans where the chip's machine has it (``published.by_nodes``),
   else as ``tp_seconds`` counts them on the links; and the stage's sends (their
@@ -34,6 +34,7 @@ import math
 from dataclasses import dataclass
 
 import published
+from transformer_arithmetic.collectives import ring_bytes_sent
 
 from ..counting.chips import rate_for
 from ..counting.training_time import micro_batch_bytes, optimizer_bytes, step_work
@@ -95,21 +96,17 @@ def _kind(split, group: str) -> str:
     return "network" if groups(split)[group].crosses else "nvlink"
 
 
-_BUS = {"all-reduce": 2.0, "all-gather": 1.0, "reduce-scatter": 1.0}
-"""Each ring collective's bus bytes over its array's bytes, times n / (n - 1)
-(nccl-tests' bus bandwidth)."""
-
-
 def _dp_seconds(st, s, t, chip) -> dict[str, float]:
     """Seconds of the stage's data-parallel collectives once a step, by name: where
     the group spans machines and the chip's machine has collectives measured by
-    number of nodes (``published.by_nodes``), at that bus bandwidth for the machines
-    the group spans; else as ``dp_seconds`` counts them on the links."""
+    number of nodes (``published.by_nodes``), each device's bytes sent
+    (``ring_bytes_sent``) at that bus bandwidth for the machines the group spans;
+    else as ``dp_seconds`` counts them on the links."""
     g = groups(s)["dp"]
     measured = published.by_nodes(chip.key) if g.crosses else None
     if measured is None:
         return dp_seconds(st, s, t)
-    return {k: _BUS[c] * (g.size - 1) / g.size * x / measured.bus(c, g.machines)
+    return {k: ring_bytes_sent(c, x, g.size) / measured.bus(c, g.machines)
             for k, (c, x) in dp_arrays(st, s, t).items()}
 
 
@@ -117,16 +114,15 @@ def _tp_seconds(m, s, tokens: float, layers: int, chip) -> float:
     """Seconds of a micro-batch's tensor-parallel collectives (forward and backward)
     for their bytes: where the chip's machine has collectives measured by number of
     nodes, each layer's two all-reduces as an all-gather and a reduce-scatter
-    (sequence parallel) at the bus bandwidth measured for the nodes the group spans;
-    else as ``tp_seconds`` counts them on the links."""
+    (sequence parallel), each device's bytes sent at the bus bandwidth measured for
+    the nodes the group spans; else as ``tp_seconds`` counts them on the links."""
     g = groups(s)["tp"]
     measured = published.by_nodes(chip.key)
     if measured is None:
         return tp_seconds(m, _only(s, "bytes"), tokens, layers, 2)
     x = tokens * m.layout.width * m.bytes_per_number
-    one = (g.size - 1) / g.size * x * (1 / measured.bus("all-gather", g.machines)
-                                       + 1 / measured.bus("reduce-scatter",
-                                                          g.machines))
+    one = math.fsum(ring_bytes_sent(c, x, g.size) / measured.bus(c, g.machines)
+                    for c in ("all-gather", "reduce-scatter"))
     return 2 * 2 * layers * one
 
 
