@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -58,9 +59,8 @@ def _memory(rows: list[dict], runs: list, held: set[str]) -> dict:
               _six(r["memory_gib"]["counted"]), _six(r["memory_gib"]["measured"])]
              for r in rows if "memory_gib" in r]
     def near(part: list) -> dict:
-        ratios = sorted(m / c for *_, c, m in part)
-        mid = len(ratios) // 2
-        median = ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
+        ratios = [m / c for *_, c, m in part]
+        median = statistics.median(ratios)
         return {"runs": len(part), "median_measured_over_counted": _six(median),
                 "within": _six(sum(abs(q - 1) <= NEAR for q in ratios) / len(ratios))}
     by_model = {m: near([t for t in table if t[1] == m])
