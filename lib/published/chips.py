@@ -60,6 +60,7 @@ class ChipFacts:
         return self.driver_memory_mib * _MIB
 
 
+@lru_cache(maxsize=1024)  # every lookup of a chip or a link by name asks it
 def normal_name(name: str) -> str:
     """``name`` in lower case with everything but letters and digits dropped."""
     return "".join(c for c in name.lower() if c.isalnum())

@@ -48,6 +48,7 @@ def links() -> tuple[LinkFacts, ...]:
     return tuple(LinkFacts(**r) for r in _table()["links"])
 
 
+@lru_cache(maxsize=256)  # a split asks for its chip's links by name, often
 def link(name: str) -> LinkFacts:
     """The link called ``name`` (its key or its name, in any case)."""
     want = normal_name(name) if isinstance(name, str) else None

@@ -133,6 +133,16 @@ class Layout:
         return self._hash
 
     @cached_property
+    def block_counts(self) -> tuple[tuple[Block, int], ...]:
+        """Each distinct block with how many times the layout holds it, in the order
+        they first appear: a count summed over the blocks is a sum over these, each
+        times its number (whole numbers, so the sums are the same)."""
+        counts: dict[Block, int] = {}
+        for b in self.blocks:
+            counts[b] = counts.get(b, 0) + 1
+        return tuple(counts.items())
+
+    @cached_property
     def _hash(self) -> int:
         return hash(tuple(getattr(self, f.name) for f in fields(self)))
 
@@ -216,7 +226,7 @@ class Layout:
 
     def state_bytes(self, bytes_per_number: int) -> int:
         """Bytes of running-summary state a conversation holds, whatever its length."""
-        return sum(b.state_bytes(bytes_per_number) for b in self.blocks)
+        return sum(n * b.state_bytes(bytes_per_number) for b, n in self.block_counts)
 
     def cache_bytes(self, bytes_per_number: int, tokens: int) -> int:
         """Bytes one conversation of ``tokens`` tokens holds: keys and values (each
@@ -224,7 +234,8 @@ class Layout:
         tokens)."""
         if tokens == 0:
             return 0
-        kv = sum(b.cache_numbers_at(tokens) for b in self.blocks) * bytes_per_number
+        kv = sum(n * b.cache_numbers_at(tokens) for b, n in self.block_counts)
+        kv *= bytes_per_number
         return kv + self.state_bytes(bytes_per_number)
 
     def stored_cache_bytes(self, bytes_per_number: int, tokens: int) -> int:
@@ -233,8 +244,8 @@ class Layout:
         if tokens == 0:
             return 0
         numbers = sum(
-            b.mixer.kept_tokens(tokens) * b.mixer.stored_cache_numbers
-            for b in self.blocks
+            n * b.mixer.kept_tokens(tokens) * b.mixer.stored_cache_numbers
+            for b, n in self.block_counts
         )
         return numbers * bytes_per_number + self.state_bytes(bytes_per_number)
 
@@ -273,12 +284,12 @@ class Layout:
         """Operations every layer spends on pairs when one new token reads the
         ``context`` earlier ones (a windowed layer reads at most ``window - 1`` of
         them; a sparse one only the tokens it picks)."""
-        return sum(b.mixer.decode_pair_flops(context) for b in self.blocks)
+        return sum(n * b.mixer.decode_pair_flops(context) for b, n in self.block_counts)
 
     def prefill_pair_flops(self, tokens: int) -> int:
         """Operations every layer spends on the allowed pairs of a ``tokens``-long
         prompt."""
-        return sum(b.mixer.prefill_pair_flops(tokens) for b in self.blocks)
+        return sum(n * b.mixer.prefill_pair_flops(tokens) for b, n in self.block_counts)
 
     @cached_property
     def state_flops(self) -> int:

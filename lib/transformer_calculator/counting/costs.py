@@ -167,7 +167,7 @@ def dequant_flops(model: Model, weight_tokens: int, cache_numbers: int) -> float
 
 def _cache_numbers(model: Model, tokens: int) -> int:
     """Numbers one conversation of ``tokens`` tokens keeps in its cache."""
-    return sum(b.cache_numbers_at(tokens) for b in model.layout.blocks)
+    return sum(n * b.cache_numbers_at(tokens) for b, n in model.layout.block_counts)
 
 
 def _work(model: Model, acc: Accelerator, tokens: int, other: float) -> float:
@@ -208,7 +208,7 @@ def _decode_work(model: Model, acc: Accelerator, context: int, batch: int) -> fl
     context = checked_whole("context", context)
     layout = model.layout
     other = batch * (layout.decode_pair_flops(context) + layout.state_flops)
-    read = sum(b.mixer.decode_read_numbers(context) for b in layout.blocks)
+    read = sum(n * b.mixer.decode_read_numbers(context) for b, n in layout.block_counts)
     other += dequant_flops(model, batch, batch * read)
     return _work(model, acc, batch, other)
 

@@ -58,6 +58,7 @@ def packed_numbers(model: Model) -> int:
     return sum(m.numbers for m in _packed(model))
 
 
+@lru_cache(maxsize=4096)  # asked by every cost of a step, for the same stages
 def weight_bytes(model: Model) -> int:
     """Bytes of all the weights: packed matrices at their format's bytes, every other
     number at the model's bytes a number, float32 parts at four."""
@@ -163,6 +164,12 @@ def active_packed_numbers(model: Model) -> dict[str, float]:
     """Packed weights one token multiplies by, by the rate their format multiplies at
     (``fp4``, ``fp8``, ``bf16``): every packed matrix outside the experts, and the
     experts a token is routed to."""
+    return dict(_active_packed(model))
+
+
+@lru_cache(maxsize=4096)  # asked by every cost of a step, for the same stages
+def _active_packed(model: Model) -> tuple[tuple[str, float], ...]:
+    """``active_packed_numbers`` as pairs, kept for the next ask."""
     out: dict[str, float] = {}
     experts = expert_kinds(model.layout)
     for m in _packed(model):
@@ -174,7 +181,7 @@ def active_packed_numbers(model: Model) -> dict[str, float]:
     if fmt is not None and experts:
         chosen = sum(n * e.per_token * e.expert_parameters for e, n in experts)
         out[fmt.compute] = out.get(fmt.compute, 0.0) + chosen
-    return out
+    return tuple(out.items())
 
 
 def dequant_flops_read(model: Model, tokens: int) -> float:

@@ -37,6 +37,7 @@ this one".
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from dataclasses import dataclass
 
 from ..counting.chips import Chip
@@ -135,6 +136,7 @@ def engine_capacity(stages, chip: Chip, tokens: int, engine: str | None = None,
     return max(budget // one, 1) if one else 1
 
 
+@lru_cache(maxsize=8192)  # the fit and the check price the same runs
 def serving_parts(stages: tuple[Model, ...], prefill_stages: tuple[Model, ...],
                   chip: Chip, split: Split, prefill_split: Split, prompt: int,
                   answer: int, batch: int, engine: str | None,

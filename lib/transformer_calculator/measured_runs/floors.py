@@ -17,6 +17,8 @@ calculator's roofline allows, never an estimate.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
+
 from ..service.serving import Serving, largest_batch, request_times
 from ..counting.costs import prefill_time
 from ..splits import training_split
@@ -48,6 +50,7 @@ def least_batch(s: ServingSetup) -> int:
     return running if s.batch is not None else 1
 
 
+@lru_cache(maxsize=8192)  # the fit and the check price the same runs
 def tpot_floor(s: ServingSetup, batch: int) -> float:
     """Seconds of the mean decode step over the answer at ``batch`` conversations."""
     return math.fsum(
@@ -56,13 +59,16 @@ def tpot_floor(s: ServingSetup, batch: int) -> float:
     )
 
 
+@lru_cache(maxsize=8192)
 def ttft_floor(s: ServingSetup) -> float:
     """Seconds of the prompt's own pass on its devices."""
     return math.fsum(prefill_time(st, s.chip, s.prompt, 1)
                      for st in s.prefill_stages)
 
 
+@lru_cache(maxsize=8192)  # the fit, the check and the memory table price each run
 def training_figures(t: TrainingSetup) -> dict:
     """What ``train`` computes for the run: the step's memory, time, tokens a second
-    and utilisation (its time is the floor)."""
+    and utilisation (its time is the floor); one dict a run, shared by its callers,
+    which read it and never change it."""
     return training_split(t.model, t.chip, t.split, t.training, 10**9)
