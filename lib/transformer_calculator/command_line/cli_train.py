@@ -201,6 +201,12 @@ def add_train_parser(commands) -> None:
         "gathers (nanotron's MemoryBuffer: the gathered input and gradient)",
     )
     p.add_argument(
+        "--ddp-buckets",
+        action="store_true",
+        help="keep PyTorch DDP's buckets: a second copy of the gradients in the "
+        "model's format (DistributedDataParallel without gradient_as_bucket_view)",
+    )
+    p.add_argument(
         "--dropout",
         action="store_true",
         help="keep dropout's masks for the backward pass (today's large models "
@@ -342,6 +348,7 @@ def _training(args, model) -> Training:
         gathered_inputs=args.gathered_inputs,
         kv_twice=args.kv_twice,
         gather_buffers=args.gather_buffers,
+        ddp_buckets=args.ddp_buckets,
     )
 
 
