@@ -233,11 +233,10 @@ def playbook_ddp_buckets(dp: int, zero_stage: int) -> bool:
     sets ``accumulate_grad_in_fp32`` (``ACCUMULATE_GRAD_IN_FP32 = True``): so with data
     parallel under ZeRO-0 only (``src/nanotron/trainer.py``, ``init_model``, and
     ``scripts/scaling_benchmarks.py``, branch ``nouamanetazi/ultrascale-playbook``,
-    commit e24d2483). Of the runs that finished, those of ZeRO-0 with data parallel
-    weigh more than their count without the buckets in the 8B's one-node-per-stage
-    runs by about their stage's 16-bit weights (tensor parallel 1: pipeline 8 and 16,
-    3.1 and 2.4 GiB above the same runs on one data-parallel device, whose buckets
-    are not made), and their ZeRO-1 pairs, without DDP, carry less."""
+    commit e24d2483). The 8B's runs without tensor parallel over 8 and 16 pipeline
+    stages measure 3.3 to 3.4 and 2.2 to 2.4 GiB more with data parallel under ZeRO-0
+    than on one data-parallel device, where no buckets are made: their first stage's
+    16-bit weights are 3.3 and 2.4 GiB. Their ZeRO-1 pairs, without DDP, carry less."""
     return dp > 1 and zero_stage == 0
 
 
