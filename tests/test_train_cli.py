@@ -89,3 +89,12 @@ def test_train_command_json_and_text():
     assert "LoRA of rank 16 on q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj" in text
     code, _, err = run("train", "jamba-v0.1")
     assert code == 1 and "running summary" in err
+
+
+def test_train_ddp_buckets_add_one_copy_of_the_gradients():
+    args = ("train", "llama-3-8b", "--chip", "h100", "--devices", "8", "--json")
+    plain = json.loads(run(*args)[1])["memory"]
+    code, out, err = run(*args, "--ddp-buckets")
+    assert code == 0, err
+    kept = json.loads(out)["memory"]
+    assert plain["gradient buckets"] == 0 and kept["gradient buckets"] == kept["gradients"] > 0

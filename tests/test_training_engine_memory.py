@@ -1,7 +1,9 @@
 """The training memory's engine choices, each against its own arithmetic: the loss's
 bytes a logit, attention's second copy of its keys and values, the matrices' gathered
-inputs kept whole, the two whole-sequence gather buffers, nanotron's placement of layers on pipeline stages by cost, and the
-check of a measured run's memory against its first stage (the rank that measured it)."""
+inputs kept whole, the two whole-sequence gather buffers, DDP's bucket copy of the
+gradients (against PyTorch's own DDP), nanotron's placement of layers on pipeline stages
+by cost, and the check of a measured run's memory against its first stage (the rank
+that measured it)."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,7 +11,8 @@ import dataclasses
 import pytest
 
 from transformer_calculator.counting.activations import Shares, activation_bytes
-from transformer_calculator.counting.training import LOSS_PARTS, Training, step_memory
+from transformer_calculator.counting.training import (BUCKETS, LOSS_PARTS, Training,
+                                                    step_memory)
 from transformer_calculator.measured_runs import conversion
 from transformer_calculator.measured_runs.check import check_run
 from transformer_calculator.measured_runs.floors import training_figures
@@ -117,3 +120,67 @@ def test_a_training_runs_memory_is_checked_against_its_first_stage():
     assert checked["stage"] == 0
     assert checked["counted"] == figures["devices"][0]["memory_bytes"] / 2**30
     assert checked["measured"] == run.measured["memory_gib"]
+
+
+def test_ddp_buckets_hold_one_more_copy_of_the_gradients(model):
+    t = Training(seq_len=SEQ, devices=4, ddp_buckets=True)
+    parts = step_memory(model, t)
+    plain = step_memory(model, dataclasses.replace(t, ddp_buckets=False))
+    assert parts[BUCKETS] == parts["gradients"] > 0 and plain[BUCKETS] == 0.0
+    assert sum(parts.values()) - sum(plain.values()) == parts["gradients"]
+
+
+def _ddp_buffers(as_view: bool) -> tuple[int, int, bool]:
+    """(bucket bytes, gradient bytes, whether every gradient lies in a bucket) of a
+    small model under PyTorch's DDP on one CPU process, read in its comm hook."""
+    torch = pytest.importorskip("torch")
+    dist = pytest.importorskip("torch.distributed")
+    if not dist.is_available() or not dist.is_gloo_available():
+        pytest.skip("torch.distributed with gloo is needed")
+    import os
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=0, world_size=1)
+    try:
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.Linear(256, 32))
+        ddp = torch.nn.parallel.DistributedDataParallel(
+            net, bucket_cap_mb=0.05, gradient_as_bucket_view=as_view)
+        buffers = []
+
+        def hook(state, bucket):
+            buffers.append(bucket.buffer())
+            fut = torch.futures.Future()
+            fut.set_result(bucket.buffer())
+            return fut
+
+        ddp.register_comm_hook(None, hook)
+        ddp(torch.randn(8, 64)).sum().backward()
+        spans = [(b.data_ptr(), b.data_ptr() + b.numel() * b.element_size())
+                 for b in buffers]
+        grads = [p.grad for p in net.parameters()]
+        inside = all(any(lo <= g.data_ptr() < hi for lo, hi in spans) for g in grads)
+        return (sum(b.numel() * b.element_size() for b in buffers),
+                sum(g.numel() * g.element_size() for g in grads), inside)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_pytorch_ddp_keeps_its_buckets_beside_the_gradients():
+    held, grads, inside = _ddp_buffers(as_view=False)
+    assert held == grads and not inside  # a second copy: what ddp_buckets counts
+    held, grads, inside = _ddp_buffers(as_view=True)
+    assert held == grads and inside  # the gradients are the buckets: no copy
+
+
+def test_the_playbooks_zero0_runs_with_data_parallel_keep_ddp_buckets():
+    rows = [r for r in conversion.training_rows() if "refused" not in r]
+    for r in rows:
+        ddp = r["zero_stage"] == "0" and r["devices"] != "1"
+        assert r["ddp_buckets"] == ("true" if ddp else "false")
+    run = read_runs(write_runs([next(r for r in rows if r["ddp_buckets"] == "true")]))
+    t = training_setup(run[0]).training
+    assert t.ddp_buckets

@@ -182,24 +182,20 @@ def add_train_parser(commands) -> None:
         "the logits kept: b + 12 bytes a logit, the default) or vocab-parallel "
         "(Megatron-LM's and nanotron's fused loss: b + 8)",
     )
-    p.add_argument(
-        "--gathered-inputs",
-        action="store_true",
-        help="under sequence parallelism the matrices keep their gathered inputs "
-        "whole for the backward pass (nanotron's tp_recompute_allgather false)",
-    )
-    p.add_argument(
-        "--kv-twice",
-        action="store_true",
-        help="attention keeps its keys and values twice (nanotron's packed "
-        "query-key-value copy beside its rotated key-value copy)",
-    )
-    p.add_argument(
-        "--gather-buffers",
-        action="store_true",
-        help="under sequence parallelism keep two whole-sequence buffers for the "
-        "gathers (nanotron's MemoryBuffer: the gathered input and gradient)",
-    )
+    for flag, why in (
+        ("--gathered-inputs", "under sequence parallelism the matrices keep their "
+         "gathered inputs whole for the backward pass (nanotron's "
+         "tp_recompute_allgather false)"),
+        ("--kv-twice", "attention keeps its keys and values twice (nanotron's packed "
+         "query-key-value copy beside its rotated key-value copy)"),
+        ("--gather-buffers", "under sequence parallelism keep two whole-sequence "
+         "buffers for the gathers (nanotron's MemoryBuffer: the gathered input and "
+         "gradient)"),
+        ("--ddp-buckets", "keep PyTorch DDP's buckets: a second copy of the gradients "
+         "in the model's format (DistributedDataParallel without "
+         "gradient_as_bucket_view)"),
+    ):
+        p.add_argument(flag, action="store_true", help=why)
     p.add_argument(
         "--dropout",
         action="store_true",
@@ -342,6 +338,7 @@ def _training(args, model) -> Training:
         gathered_inputs=args.gathered_inputs,
         kv_twice=args.kv_twice,
         gather_buffers=args.gather_buffers,
+        ddp_buckets=args.ddp_buckets,
     )
 
 

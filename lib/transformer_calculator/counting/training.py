@@ -49,6 +49,14 @@ the column matrices gather into a tensor of their own, kept as their input, and 
 the second buffer is made (``nanotron/parallel/utils.py``, ``tensor_parallel/
 functional.py``, branch ``nouamanetazi/ultrascale-playbook`` e24d2483).
 
+With ``ddp_buckets`` the step runs under PyTorch's ``DistributedDataParallel`` with its
+default ``gradient_as_bucket_view=False``: its reducer keeps its own flat buckets, one
+copy of every trainable number's gradient in the model's format, beside the gradients
+themselves (PyTorch's documentation of ``gradient_as_bucket_view``: the view "can
+reduce peak memory usage, where the saved memory size will be equal to the total
+gradients size"). nanotron wraps its model so only with data parallel and without
+ZeRO-1's float32 accumulation (``trainer.py``, ``make_ddp``).
+
 The step's work and time are in ``training_time.py``.
 """
 
@@ -72,6 +80,7 @@ __all__ = [
     "LOSSES",
     "LOSS_PARTS",
     "GATHER_BUFFERS",
+    "BUCKETS",
     "LORA_TARGETS",
     "ALL_LINEAR",
     "Lora",
@@ -110,6 +119,9 @@ GATHER_BUFFERS = 2
 """Whole-sequence buffers a device keeps with ``gather_buffers`` (see the module's
 docstring): the column matrices' gathered input and the row matrices' gathered
 gradient."""
+
+BUCKETS = "gradient buckets"
+"""The part of ``step_memory`` DDP's buckets hold (``ddp_buckets``)."""
 
 EIGHT_BIT_BLOCK = 256
 """Numbers that share one float32 scale in 8-bit Adam's states (bitsandbytes)."""
@@ -201,6 +213,7 @@ class Training:
     gathered_inputs: bool = False
     kv_twice: bool = False
     gather_buffers: bool = False
+    ddp_buckets: bool = False
 
     def __post_init__(self) -> None:
         checked_whole("batch", self.batch, minimum=1)
@@ -325,6 +338,7 @@ def step_memory(model: Model, t: Training) -> dict[str, float]:
     parts = {
         "weights": (base + adapters) / split[2],
         "gradients": trainable * grads / split[1],
+        BUCKETS: float(trainable * bpn) if t.ddp_buckets else 0.0,
         "float32 gradients": trainable * grads32 / split[1],
         "float32 master weights": trainable * 4 / split[0]
         if bpn < 4 and t.master_weights

@@ -51,7 +51,12 @@ rank 0, which is tensor, data and pipeline rank 0: the first pipeline stage
   again in the backward pass (``tp_recompute_allgather``, True by default:
   ``gathered_inputs=false``), the two whole-sequence buffers its gathers keep
   (``MemoryBuffer``; ``gather_buffers``); the runs of one pipeline stage come from an
-  earlier sweep and keep those inputs whole (``PLAYBOOK_ONE_STAGE_GATHERED_INPUTS``).
+  earlier sweep and keep those inputs whole (``PLAYBOOK_ONE_STAGE_GATHERED_INPUTS``);
+- PyTorch's ``DistributedDataParallel`` around the model where the run has data
+  parallel without ZeRO-1 (``trainer.py``: ``make_ddp``, since the float32
+  accumulation under ZeRO-1 syncs its own gradients), without
+  ``gradient_as_bucket_view``: its buckets a second 16-bit copy of the gradients
+  (``PLAYBOOK_DDP_BUCKETS``; ``ddp_buckets``).
 """
 
 from __future__ import annotations
@@ -66,7 +71,7 @@ from .runs import write_runs
 __all__ = [
     "SERVING_TABLE", "TRAINING_TABLE", "MODELS", "NO_LAYOUT", "CHIPS", "FORMATS",
     "PLAYBOOK_GATHERED_INPUTS", "PLAYBOOK_ONE_STAGE_GATHERED_INPUTS",
-    "serving_rows", "training_rows", "table_text", "main",
+    "playbook_ddp_buckets", "serving_rows", "training_rows", "table_text", "main",
 ]
 
 SERVING_TABLE = "aiconfigurator_silicon_sample.csv"
@@ -220,6 +225,21 @@ mixed (of 979, 430 within 10 % without, 424 with: no column tells them apart) an
 at nanotron's default."""
 
 
+def playbook_ddp_buckets(dp: int, zero_stage: int) -> bool:
+    """Whether a playbook run keeps DDP's bucket copy of its gradients: nanotron wraps
+    its model in ``DistributedDataParallel`` (``bucket_cap_mb`` from the config,
+    ``gradient_as_bucket_view`` left False) when ``make_ddp = data_parallel_size > 1
+    and not (accumulate_grad_in_fp32 and zero_stage > 0)``, and the playbook's sweep
+    sets ``accumulate_grad_in_fp32`` (``ACCUMULATE_GRAD_IN_FP32 = True``): so with data
+    parallel under ZeRO-0 only (``src/nanotron/trainer.py``, ``init_model``, and
+    ``scripts/scaling_benchmarks.py``, branch ``nouamanetazi/ultrascale-playbook``,
+    commit e24d2483). The 8B's runs without tensor parallel over 8 and 16 pipeline
+    stages measure 3.3 to 3.4 and 2.2 to 2.4 GiB more with data parallel under ZeRO-0
+    than on one data-parallel device, where no buckets are made: their first stage's
+    16-bit weights are 3.3 and 2.4 GiB. Their ZeRO-1 pairs, without DDP, carry less."""
+    return dp > 1 and zero_stage == 0
+
+
 def training_rows(text: str | None = None) -> list[dict]:
     """Every run of the playbook's table (``text``, or the shipped one) as a row of
     ``train``'s options, in its order."""
@@ -239,6 +259,8 @@ def training_rows(text: str | None = None) -> list[dict]:
             "loss": "vocab-parallel", "kv_twice": "true",
             "gathered_inputs": PLAYBOOK_GATHERED_INPUTS if r["PP"] != "1"
             else PLAYBOOK_ONE_STAGE_GATHERED_INPUTS, "gather_buffers": "true",
+            "ddp_buckets": str(playbook_ddp_buckets(int(r["DP"]),
+                                                    int(r["ZeRO"]))).lower(),
             "measured_tokens_per_s_per_chip": r["tok/s/gpu"] if done else "",
             "measured_mfu": f"{float(r['MFU']) / 100:.6g}" if done else "",
             "measured_memory_gib": r["GPU memory"] if done else "",

@@ -51,7 +51,7 @@ OPTIONS = (
     "attention_dp", "prefill_tp", "prefill_ep", "prefill_attention_dp",
     "prefill_workers", "decode_workers",
     "gpu_memory_utilization", "block_size", "interconnect", "pp_layers",
-    "loss", "gathered_inputs", "kv_twice", "gather_buffers",
+    "loss", "gathered_inputs", "kv_twice", "gather_buffers", "ddp_buckets",
 )
 """The option columns a run may carry (``devices`` is ``train``'s name for ``dp``;
 ``pp_layers`` each stage's layers, comma-separated, or ``nanotron``: as nanotron

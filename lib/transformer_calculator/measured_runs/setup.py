@@ -217,7 +217,8 @@ def training_setup(run: Run) -> TrainingSetup:
         loss=_choice(run, "loss", LOSSES) or "torch",
         gathered_inputs=_gathered(run) != "false",
         kv_twice=_flag(run, "kv_twice"),
-        gather_buffers=_flag(run, "gather_buffers"))
+        gather_buffers=_flag(run, "gather_buffers"),
+        ddp_buckets=_flag(run, "ddp_buckets"))
     split = _split(run, model, c, "tp", "ep", devices)
     split = dataclasses.replace(split, micro_batches=_whole(run, "micro_batches", 1),
                                 stage_layers=_stage_layers(run, model, split.pp))
