@@ -21,6 +21,14 @@ step's fractions. The serving runs with attention data parallel are checked (the
 errors count among the held-out models' and their regimes') but not fitted: fitted,
 they pull the other runs' fractions away. Training runs taken for failed jobs (a
 run five times slower than its twins: ``failed_runs``) are checked but not fitted.
+
+The first token's fixed times are keyed by the engine alone, not by its version (nor
+its chip's generation, nor its host's processor): keyed so, they fit the fitted
+models' first tokens better and the held-out models' worse, from every start tried.
+A version's fitted runs are mostly one or two models', so its fixed time takes up
+what those models' prompt passes miss, and the least first token measured within
+one version and chip differs by model several times over: the fixed time follows
+the model, not the engine's build.
 """
 
 from __future__ import annotations
