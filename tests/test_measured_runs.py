@@ -205,3 +205,38 @@ def test_an_offline_run_is_held_at_the_most_conversations_that_fit(tmp_path):
     f = r["tokens_per_s_per_chip"]
     assert f["floor"] == pytest.approx(running / floors.tpot_floor(s, running))
     assert f["low"] <= f["estimate"] <= f["high"] <= f["floor"] and f["bound"] == "most"
+
+
+def test_a_repeated_measurement_is_kept_once_and_a_fitted_row_first():
+    from transformer_calculator.measured_runs.repeats import repeats
+
+    def row(i, model, ttft="80.125", tpot="9.5"):
+        return {"id": i, "model": model, "measured_ttft_ms": ttft,
+                "measured_tpot_ms": tpot}
+
+    rows = [row("a", "held"), row("b", "fit"), row("c", "fit"), row("d", "fit", "80.1"),
+            row("e", "fit", ""), row("f", "fit", "")]
+    assert repeats(rows, frozenset({"held"})) == {"a": "b", "c": "b"}
+
+
+def test_the_serving_tables_repeats_are_found_from_its_own_columns():
+    """Counted with the csv module: rows sharing both measured times, beyond the
+    first of each, are the repeats; none kept is a held-out model's while a fitted
+    model's row carries the same times."""
+    from transformer_calculator.measured_runs.fit import HELD_OUT
+    from transformer_calculator.measured_runs.repeats import repeats
+
+    source = _serving_table()
+    times: dict[tuple[str, str], list[str]] = {}
+    for r in source:
+        times.setdefault((r["silicon_ttft_ms"], r["silicon_tpot_ms"]), []).append(r["id"])
+    expected = sum(len(ids) - 1 for ids in times.values())
+    rows = conversion.serving_rows()
+    again = repeats(rows, frozenset(HELD_OUT))
+    assert len(again) == expected > 0
+    model = {r["id"]: r["model"] for r in rows}
+    for kept in set(again.values()):
+        group = next(ids for ids in times.values() if kept in ids)
+        assert kept not in again
+        if model[kept] in HELD_OUT:
+            assert all(model[i] in HELD_OUT for i in group)

@@ -19,8 +19,10 @@ times and waits) to the times to the first token, then the share of prompt passe
 decode step waits for again; so the first token's terms cannot pull the decode
 step's fractions. The serving runs with attention data parallel are checked (their
 errors count among the held-out models' and their regimes') but not fitted: fitted,
-they pull the other runs' fractions away. Training runs taken for failed jobs (a
-run five times slower than its twins: ``failed_runs``) are checked but not fitted.
+they pull the other runs' fractions away. A serving row that repeats another row's
+measurement (``repeats``) is left out: each measurement weighs once. Training runs
+taken for failed jobs (a run five times slower than its twins: ``failed_runs``) are
+checked but not fitted.
 
 The first token's fixed times are keyed by the engine alone, not by its version (nor
 its chip's generation, nor its host's processor): keyed so, they fit the fitted
@@ -45,6 +47,7 @@ from ..estimate.serving import ROUNDS, serving_parts
 from ..estimate.training import training_parts
 from . import conversion, floors
 from .failed import failed_runs
+from .repeats import repeats
 from .runs import read_runs, write_runs
 from .setup import serving_setup, training_setup
 from .vectors import Vectors, key_index, keys_index
@@ -58,7 +61,9 @@ HELD_OUT = ("deepseek-v3-fp8", "deepseek-v3.1-nvfp4", "llama-3.1-70b",
 """Models whose runs are held out of the fit: the error and the intervals are theirs.
 One of each pair of a family stays out (DeepSeek-V3 beside R1, Llama-3.1-70B beside
 8B, Qwen3-235B beside 32B, the playbook's 3B and 80B beside 1B and 8B), and gpt-oss,
-Qwen3.5 and GLM-5 whole (Gated DeltaNet and sparse attention are then tested unseen)."""
+Qwen3.5 and GLM-5 whole (Gated DeltaNet and sparse attention are then tested unseen).
+DeepSeek-V3 has R1's shape, so its runs test unseen runs of a seen shape; the rows
+that repeat a fitted R1 row's measurement (``repeats``) are left out, not judged."""
 
 START = {"compute": 1.6, "read": 1.25, "expert compute": 2.0, "expert read": 1.5,
          "prefill compute": 1.6, "prefill expert compute": 2.0,
@@ -105,9 +110,12 @@ def _regime(quantity: str, engine: str) -> str:
 
 
 def serving_cases() -> list[Case]:
-    """Every expressible serving run's two measured times."""
+    """Every expressible serving run's two measured times, each measurement once
+    (``repeats``: a row repeating another's is left out)."""
     out = []
-    for run in read_runs(write_runs(conversion.serving_rows())):
+    rows = conversion.serving_rows()
+    again = repeats(rows, frozenset(HELD_OUT))
+    for run in read_runs(write_runs([r for r in rows if r["id"] not in again])):
         if run.refused:
             continue
         try:

@@ -25,6 +25,7 @@ from .conversion import serving_rows, training_rows
 from .fit import HELD_OUT
 from .failed import failed_runs
 from .floors import training_figures
+from .repeats import repeats
 from .runs import read_runs, write_runs
 from .setup import training_setup
 from .summary import QUANTITIES, summary
@@ -82,12 +83,43 @@ def _memory(rows: list[dict], runs: list, held: set[str]) -> dict:
             "summary": near(table), "by_model": by_model, "outcomes": outcomes}
 
 
+def _repeats(rows: list[dict], again: dict[str, str], held: set[str]) -> dict:
+    """The serving rows left out as repeats of another row's measurement: how many,
+    how many carry a held-out model's name while the row kept is a fitted model's,
+    how many carry another split or batch, and each with the row kept."""
+    by_id = {r["id"]: r for r in rows}
+    shape = ("tp", "attention_dp", "ep", "batch", "prefill_tp", "prefill_ep",
+             "prefill_attention_dp")
+    return {
+        "rows": len(again),
+        "held_out_of_fitted": sum(by_id[a]["model"] in held
+                                  and by_id[k]["model"] not in held
+                                  for a, k in again.items()),
+        "held_out_names": sorted({by_id[a]["model"] for a, k in again.items()
+                                  if by_id[a]["model"] in held
+                                  and by_id[k]["model"] not in held}),
+        "kept_names": sorted({by_id[k]["model"] for a, k in again.items()
+                              if by_id[a]["model"] in held
+                              and by_id[k]["model"] not in held}),
+        "other_model": sum(by_id[a]["model"] != by_id[k]["model"]
+                           for a, k in again.items()),
+        "other_split": sum(any(by_id[a].get(f) != by_id[k].get(f) for f in shape)
+                           for a, k in again.items()),
+        "columns": ["id", "model", "kept", "kept_model"],
+        "runs": [[a, by_id[a]["model"], k, by_id[k]["model"]]
+                 for a, k in sorted(again.items())],
+    }
+
+
 def results() -> dict:
     """The stored check's content."""
     training_runs = read_runs(write_runs(training_rows()))
-    checked = {"serving": check_runs(read_runs(write_runs(serving_rows()))),
-               "training": check_runs(training_runs)}
+    table_rows = serving_rows()
     held = set(HELD_OUT)
+    again = repeats(table_rows, frozenset(held))
+    distinct = [r for r in table_rows if r["id"] not in again]
+    checked = {"serving": check_runs(read_runs(write_runs(distinct))),
+               "training": check_runs(training_runs)}
     out: dict = {"held_out": sorted(held), "columns": ["id", "model", "chip", "engine",
                                                       "held_out", *FIELDS]}
     for table, rows in checked.items():
@@ -118,6 +150,7 @@ def results() -> dict:
                                      "runs": floor_only},
                       "summary": _rounded(summary(rows)),
                       "held_out_summary": _rounded(summary(rows, held))}
+    out["serving"]["repeats"] = _repeats(table_rows, again, held)
     out["training"]["memory"] = _memory(checked["training"], training_runs, held)
     out["training"]["failed_jobs"] = sorted(failed_runs(training_runs))
     return out
