@@ -9,7 +9,9 @@ peak (``fractions.py``), beside the floor it can never beat.
 - time between tokens: the mean decode step of the conversations running at once,
   plus the share of the other requests' prompt passes each step waits for (a closed
   loop of ``batch`` requests starts ``batch / answer`` new prompts a step, and an
-  engine that serves prompts and answers together runs them between its steps);
+  engine that serves prompts and answers together runs them between its steps; the
+  share is fitted, but SGLang's is 1, ``measured_runs.fit.FIXED``: without
+  ``--enable-mixed-chunk`` its prompt batches run alone);
 - time to the first token, as the engines schedule prompts: a fixed time (and one a
   layer), the prompt's own pass and the steps its chunks ride with the running
   decodes (``STEP_TOKENS`` prompt tokens a step, each engine's default), and the wait
