@@ -295,10 +295,9 @@ def print_book(page: Path, pdf: Path, paper: str, options: dict) -> dict:
                     pages = destinations(draft)
                     missing = tab.evaluate("pages => bookPrint.fillPages(pages)", pages)
                     tab.pdf(path=str(draft), **kwargs, outline=True, tagged=True)
+                    landed = destinations(draft)  # read once, not once a target
                     moved = {
-                        t
-                        for t in info["pageTargets"]
-                        if destinations(draft).get(t) != pages.get(t)
+                        t for t in info["pageTargets"] if landed.get(t) != pages.get(t)
                     }
                     if not moved:
                         break
