@@ -19,10 +19,9 @@ times and waits) to the times to the first token, then the share of prompt passe
 decode step waits for again; so the first token's terms cannot pull the decode
 step's fractions. The serving runs with attention data parallel are checked (their
 errors count among the held-out models' and their regimes') but not fitted: fitted,
-they pull the other runs' fractions away. A serving row that repeats another row's
-measurement (``repeats``) is left out: each measurement weighs once. Training runs
-taken for failed jobs (a run five times slower than its twins: ``failed_runs``) are
-checked but not fitted.
+they pull the other runs' fractions away. A row repeating another's measurement is
+left out (``repeats``). Training runs taken for failed jobs (a run five times slower
+than its twins: ``failed_runs``) are checked but not fitted.
 
 The first token's fixed times are keyed by the engine alone, not by its version (nor
 its chip's generation, nor its host's processor): keyed so, they fit the fitted
@@ -62,8 +61,7 @@ HELD_OUT = ("deepseek-v3-fp8", "deepseek-v3.1-nvfp4", "llama-3.1-70b",
 One of each pair of a family stays out (DeepSeek-V3 beside R1, Llama-3.1-70B beside
 8B, Qwen3-235B beside 32B, the playbook's 3B and 80B beside 1B and 8B), and gpt-oss,
 Qwen3.5 and GLM-5 whole (Gated DeltaNet and sparse attention are then tested unseen).
-DeepSeek-V3 has R1's shape, so its runs test unseen runs of a seen shape; the rows
-that repeat a fitted R1 row's measurement (``repeats``) are left out, not judged."""
+DeepSeek-V3 has R1's shape: its runs are unseen runs of a seen shape (``repeats``)."""
 
 START = {"compute": 1.6, "read": 1.25, "expert compute": 2.0, "expert read": 1.5,
          "prefill compute": 1.6, "prefill expert compute": 2.0,
@@ -89,12 +87,8 @@ LOWEST = dict.fromkeys(("compute", "read", "expert compute", "expert read",
 HIGHEST: dict[str, float] = {}
 
 FIXED = {"interference:sglang": 1.0}
-"""Values the engines' own code sets, so never fitted. SGLang runs a prompt's chunks in
-batches of their own unless ``--enable-mixed-chunk`` is given (``enable_mixed_chunk:
-bool = False`` in ``ServerArgs``, sgl-project/sglang ``python/sglang/srt/
-server_args.py``): every running conversation waits for the whole of each pass, so the
-share of prompt passes a decode step waits for is 1. Fitted, it fell to about a quarter
-(0.25), taking up the prompt pass's own error rather than the schedule's."""
+"""Values an engine's code sets, never fitted: SGLang runs prompt batches alone unless
+``--enable-mixed-chunk`` (sglang ``srt/server_args.py``): a decode waits every pass."""
 
 
 @dataclass
@@ -118,10 +112,8 @@ def _regime(quantity: str, engine: str) -> str:
 
 
 def serving_cases() -> list[Case]:
-    """Every expressible serving run's two measured times, each measurement once
-    (``repeats``: a row repeating another's is left out)."""
-    out = []
-    rows = conversion.serving_rows()
+    """Every expressible serving run's two measured times, each measurement once."""
+    out, rows = [], conversion.serving_rows()
     again = repeats(rows, frozenset(HELD_OUT))
     for run in read_runs(write_runs([r for r in rows if r["id"] not in again])):
         if run.refused:
